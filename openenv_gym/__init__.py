@@ -1,0 +1,49 @@
+"""openenv-gym: OpenEnv servers as Gymnasium environments, and Gymnasium
+environments as OpenEnv servers.
+
+    >>> import gymnasium as gym
+    >>> import openenv_gym
+    >>> with openenv_gym.local_server("CartPole-v1") as url:
+    ...     env = gym.make("openenv/Remote-v0", base_url=url)
+    ...     obs, info = env.reset(seed=0)
+    ...     env.close()
+
+Importing the package registers the ``openenv/...`` Gymnasium ids
+(Gymnasium 1.x has no plugin discovery; ``gym.make("openenv_gym:openenv/Remote-v0")``
+works without the import).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__version__ = "0.1.0"
+
+from . import errors, spaces, wire  # noqa: E402
+from .client import RemoteEnv  # noqa: E402
+from .registration import register_envs  # noqa: E402
+
+__all__ = [
+    "RemoteEnv",
+    "create_app",
+    "serve",
+    "local_server",
+    "errors",
+    "spaces",
+    "wire",
+    "__version__",
+]
+
+_SERVER_NAMES = ("create_app", "serve", "local_server")
+
+
+def __getattr__(name: str) -> Any:
+    # The server needs the optional [server] extra: import it on first use.
+    if name in _SERVER_NAMES:
+        from . import server
+
+        return getattr(server, name)
+    raise AttributeError(f"module 'openenv_gym' has no attribute {name!r}")
+
+
+register_envs()

@@ -1,0 +1,398 @@
+"""A blocking WebSocket connection that speaks one request at a time.
+
+OpenEnv is strictly request → response on one socket, so the client needs no
+background reader: this transport drives ``websockets``' sans-I/O
+:class:`~websockets.client.ClientProtocol` over a plain blocking socket in the
+caller's thread. That saves the thread hand-off of ``websockets.sync`` on
+every message, which is most of the latency of a small step on loopback.
+
+A small daemon thread keeps an idle connection alive: while nobody is using
+the socket it answers the server's pings and sends its own, so a learner that
+spends minutes on a gradient update does not lose its session.
+
+    >>> conn = Connection.open("ws://127.0.0.1:8000/ws")      # doctest: +SKIP
+    >>> conn.send('{"type":"state"}'); conn.recv()            # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import socket
+import ssl
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from websockets.client import ClientProtocol
+from websockets.extensions.permessage_deflate import ClientPerMessageDeflateFactory
+from websockets.frames import Opcode
+from websockets.http11 import Response
+from websockets.protocol import State
+from websockets.typing import Subprotocol
+from websockets.uri import parse_uri
+
+from ..errors import ConnectionClosedError, MessageTimeoutError
+
+__all__ = ["Connection", "ws_url", "http_url", "get_json"]
+
+_RECV_BYTES = 1 << 18
+
+
+def ws_url(base_url: str, path: str = "/ws") -> str:
+    """The WebSocket URL for an OpenEnv base URL, the way OpenEnv's client builds it.
+
+    ``http://h:8000`` → ``ws://h:8000/ws``; ``https://`` → ``wss://``; a bare
+    ``h:8000`` gets ``ws://``; a path prefix is kept.
+    """
+    url = base_url.strip().rstrip("/")
+    if url.startswith("http://"):
+        url = "ws://" + url[len("http://") :]
+    elif url.startswith("https://"):
+        url = "wss://" + url[len("https://") :]
+    elif not url.startswith(("ws://", "wss://")):
+        url = "ws://" + url
+    if url.endswith(path):
+        return url
+    return url + path
+
+
+def http_url(base_url: str) -> str:
+    """The HTTP base URL for an OpenEnv base URL given as http(s), ws(s) or bare host."""
+    url = base_url.strip().rstrip("/")
+    if url.startswith("ws://"):
+        url = "http://" + url[len("ws://") :]
+    elif url.startswith("wss://"):
+        url = "https://" + url[len("wss://") :]
+    elif not url.startswith(("http://", "https://")):
+        url = "http://" + url
+    if url.endswith("/ws"):
+        url = url[: -len("/ws")]
+    return url
+
+
+class Connection:
+    """One open WebSocket, used by one caller at a time.
+
+    Create it with :meth:`open`. ``send`` and ``recv`` move one message each;
+    ``recv`` raises :class:`~openenv_gym.errors.MessageTimeoutError` when no
+    message arrives in time and :class:`~openenv_gym.errors.ConnectionClosedError`
+    when the connection is gone.
+    """
+
+    def __init__(
+        self,
+        sock: socket.socket,
+        protocol: ClientProtocol,
+        url: str,
+        *,
+        ping_interval: float | None,
+        ping_timeout: float | None,
+    ) -> None:
+        self._sock = sock
+        self._protocol = protocol
+        self.url = url
+        self.subprotocol: str | None = protocol.subprotocol
+        self._lock = threading.Lock()
+        self._pending: list = []
+        self._last_io = time.monotonic()
+        self._ping_interval = ping_interval
+        self._ping_timeout = ping_timeout
+        self._ping_sent_at: float | None = None
+        self._closed = threading.Event()
+        self._error: BaseException | None = None
+        if ping_interval:
+            thread = threading.Thread(
+                target=self._keepalive, name=f"openenv-gym keepalive {url}", daemon=True
+            )
+            thread.start()
+
+    # -- opening ------------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        url: str,
+        *,
+        subprotocols: Sequence[str] = (),
+        headers: Mapping[str, str] | None = None,
+        connect_timeout: float | None = 10.0,
+        max_message_bytes: int | None = 100 * 1024 * 1024,
+        compression: str | None = None,
+        ping_interval: float | None = 20.0,
+        ping_timeout: float | None = 20.0,
+    ) -> "Connection":
+        """Connect and complete the WebSocket handshake.
+
+        ``compression="deflate"`` offers permessage-deflate (useful for JSON over
+        slow links); the default offers none, which is what binary msgpack
+        frames want.
+        """
+        uri = parse_uri(url)
+        extensions = [ClientPerMessageDeflateFactory()] if compression == "deflate" else []
+        if compression not in (None, "deflate"):
+            raise ValueError(f"compression must be None or 'deflate', not {compression!r}")
+        protocol = ClientProtocol(
+            uri,
+            subprotocols=[Subprotocol(s) for s in subprotocols] or None,
+            extensions=extensions or None,
+            max_size=max_message_bytes,
+        )
+        deadline = None if connect_timeout is None else time.monotonic() + connect_timeout
+        try:
+            sock = socket.create_connection((uri.host, uri.port), timeout=connect_timeout)
+        except OSError as exc:
+            raise ConnectionClosedError(f"Failed to connect to {url}: {exc}") from exc
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if uri.secure:
+                context = ssl.create_default_context()
+                sock = context.wrap_socket(sock, server_hostname=uri.host)
+            request = protocol.connect()
+            if headers:
+                for name, value in headers.items():
+                    request.headers[name] = value
+            protocol.send_request(request)
+            sock.sendall(b"".join(protocol.data_to_send()))
+            response = None
+            early: list = []  # frames that came in the same packets as the response
+            while response is None:
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    raise MessageTimeoutError(f"WebSocket handshake with {url} timed out")
+                sock.settimeout(remaining)
+                data = sock.recv(_RECV_BYTES)
+                if not data:
+                    protocol.receive_eof()
+                else:
+                    protocol.receive_data(data)
+                for event in protocol.events_received():
+                    if isinstance(event, Response):
+                        response = event
+                    else:
+                        early.append(event)
+                if not data and response is None:
+                    raise ConnectionClosedError(f"{url} closed the connection during the handshake")
+            if protocol.handshake_exc is not None:
+                raise ConnectionClosedError(
+                    f"WebSocket handshake with {url} failed: {protocol.handshake_exc}"
+                ) from protocol.handshake_exc
+            sock.settimeout(None)
+        except BaseException as exc:
+            sock.close()
+            if isinstance(exc, (socket.timeout, TimeoutError)) and not isinstance(
+                exc, MessageTimeoutError
+            ):
+                raise MessageTimeoutError(f"WebSocket handshake with {url} timed out") from exc
+            if isinstance(exc, OSError) and not isinstance(exc, ConnectionClosedError):
+                raise ConnectionClosedError(f"Failed to connect to {url}: {exc}") from exc
+            raise
+        conn = cls(sock, protocol, url, ping_interval=ping_interval, ping_timeout=ping_timeout)
+        conn._absorb(early)
+        return conn
+
+    # -- messages -----------------------------------------------------------
+
+    @property
+    def pending(self) -> int:
+        """Messages received and not read yet (they stay readable after a close)."""
+        return len(self._pending)
+
+    @property
+    def closed(self) -> bool:
+        return self._protocol.state is State.CLOSED or self._closed.is_set()
+
+    def send(self, frame: str | bytes) -> None:
+        """Send one message: ``str`` as a text frame, ``bytes`` as a binary frame."""
+        with self._lock:
+            self._check_open()
+            if isinstance(frame, str):
+                self._protocol.send_text(frame.encode("utf-8"))
+            else:
+                self._protocol.send_binary(frame)
+            self._flush()
+
+    def recv(self, timeout: float | None = None) -> str | bytes:
+        """Wait for the next message and return it (``str`` for text frames)."""
+        with self._lock:
+            deadline = None if timeout is None else time.monotonic() + timeout
+            while not self._pending:
+                self._check_open()
+                if deadline is not None:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        raise MessageTimeoutError(
+                            f"No message from {self.url} within {timeout} s"
+                        )
+                    self._sock.settimeout(remaining)
+                else:
+                    self._sock.settimeout(None)
+                try:
+                    data = self._sock.recv(_RECV_BYTES)
+                except (socket.timeout, TimeoutError):
+                    continue
+                except OSError as exc:
+                    self._lost(exc)
+                    continue
+                self._feed(data)
+            return self._pending.pop(0)
+
+    def close(self, timeout: float = 2.0) -> None:
+        """Close the WebSocket (code 1000) and the socket. Safe to call twice."""
+        if self._closed.is_set():
+            return
+        with self._lock:
+            try:
+                if self._protocol.state is State.OPEN:
+                    self._protocol.send_close(1000)
+                    self._flush()
+                    deadline = time.monotonic() + timeout
+                    while self._protocol.state is not State.CLOSED:
+                        remaining = deadline - time.monotonic()
+                        if remaining <= 0:
+                            break
+                        self._sock.settimeout(remaining)
+                        data = self._sock.recv(_RECV_BYTES)
+                        self._protocol.receive_data(data) if data else self._protocol.receive_eof()
+                        self._protocol.events_received()
+                        self._flush()
+                        if not data:
+                            break
+            except (OSError, ConnectionClosedError):
+                pass
+            finally:
+                self._closed.set()
+                try:
+                    self._sock.close()
+                except OSError:
+                    pass
+
+    # -- internals ----------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._error is not None and self._protocol.state is not State.OPEN:
+            raise ConnectionClosedError(
+                f"Connection to {self.url} was lost: {self._error}"
+            ) from self._error
+        if self._protocol.state is not State.OPEN or self._closed.is_set():
+            code = self._protocol.close_code
+            reason = self._protocol.close_reason
+            detail = f" (close code {code}{', ' + reason if reason else ''})" if code else ""
+            raise ConnectionClosedError(f"Connection to {self.url} is closed{detail}")
+
+    def _flush(self) -> None:
+        data = self._protocol.data_to_send()
+        if data:
+            try:
+                self._sock.sendall(b"".join(data))
+            except OSError as exc:
+                self._lost(exc)
+                self._check_open()
+            self._last_io = time.monotonic()
+
+    def _feed(self, data: bytes) -> None:
+        if data:
+            self._protocol.receive_data(data)
+        else:
+            self._protocol.receive_eof()
+        self._collect()
+
+    def _collect(self) -> None:
+        self._absorb(self._protocol.events_received())
+
+    def _absorb(self, events: list) -> None:
+        for event in events:
+            opcode = getattr(event, "opcode", None)
+            if opcode is Opcode.TEXT:
+                self._pending.append(event.data.decode("utf-8"))
+            elif opcode is Opcode.BINARY:
+                self._pending.append(bytes(event.data))
+            elif opcode is Opcode.PONG:
+                self._ping_sent_at = None
+        # Pongs, close replies.
+        self._flush()
+        self._last_io = time.monotonic()
+        if self._protocol.state is State.CLOSED:
+            try:
+                self._sock.close()
+            except OSError:
+                pass
+
+    def _lost(self, exc: BaseException) -> None:
+        self._error = exc
+        self._protocol.receive_eof()
+        self._protocol.events_received()
+        self._closed.set()
+
+    def _keepalive(self) -> None:
+        interval = self._ping_interval or 20.0
+        while not self._closed.wait(min(interval / 2, 5.0)):
+            if not self._lock.acquire(blocking=False):
+                continue
+            try:
+                if self.closed:
+                    return
+                self._service_idle(interval)
+            except (OSError, ConnectionClosedError):
+                pass
+            finally:
+                self._lock.release()
+
+    def _service_idle(self, interval: float) -> None:
+        readable, _, _ = select.select([self._sock], [], [], 0)
+        if readable:
+            self._sock.settimeout(0)
+            try:
+                data = self._sock.recv(_RECV_BYTES)
+            except (BlockingIOError, socket.timeout):
+                data = None
+            except OSError as exc:
+                self._lost(exc)
+                return
+            if data is not None:
+                self._feed(data)
+        now = time.monotonic()
+        if self._ping_sent_at is not None:
+            if self._ping_timeout and now - self._ping_sent_at > self._ping_timeout:
+                self._protocol.fail(1011, "keepalive ping timeout")
+                self._flush()
+                self._lost(ConnectionClosedError("keepalive ping timeout"))
+        elif now - self._last_io >= interval:
+            self._protocol.send_ping(os.urandom(4))
+            self._ping_sent_at = now
+            self._flush()
+
+
+
+def get_json(
+    url: str, *, headers: Mapping[str, str] | None = None, timeout: float | None = 10.0
+) -> Any:
+    """GET ``url`` and decode its JSON body (used for ``/schema`` and ``/health``).
+
+    Loopback URLs bypass any proxy set in the environment, like OpenEnv's client.
+    """
+    request = urllib.request.Request(url, headers=dict(headers or {}))
+    host = urllib.parse.urlsplit(url).hostname or ""
+    handlers = [urllib.request.ProxyHandler({})] if _is_loopback(host) else []
+    opener = urllib.request.build_opener(*handlers)
+    try:
+        with opener.open(request, timeout=timeout) as response:
+            body = response.read()
+    except urllib.error.HTTPError as exc:
+        raise ConnectionClosedError(f"GET {url} answered HTTP {exc.code}: {exc.reason}") from exc
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise ConnectionClosedError(f"GET {url} failed: {reason}") from exc
+    try:
+        return json.loads(body)
+    except ValueError as exc:
+        raise ConnectionClosedError(f"GET {url} did not return JSON: {exc}") from exc
+
+
+def _is_loopback(host: str) -> bool:
+    return host in ("localhost", "::1") or host.startswith("127.")

@@ -1,0 +1,187 @@
+"""How a client maps Gymnasium values to a server's messages, and back.
+
+A server's ``/schema`` decides which :class:`Contract` applies:
+
+- :class:`GymContract` for openenv-gym servers: exact spaces come from the
+  schema's extension key; actions travel as ``{"action": value}``;
+  observations carry ``obs``, ``terminated``, ``truncated`` and ``info``.
+- :class:`FieldsContract` for stock OpenEnv servers: the action and the
+  observation are objects of named fields; spaces are inferred from the plain
+  JSON Schema (or given by the user); ``done`` becomes ``terminated`` and
+  ``truncated`` is always ``False``, since OpenEnv has a single ``done``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from .. import spaces
+from ..wire import apply_type_hints, type_hints
+
+__all__ = ["Contract", "GymContract", "FieldsContract", "Step", "contract_from_schema"]
+
+#: Observation fields OpenEnv itself puts on every observation.
+RESERVED_OBSERVATION_FIELDS = ("done", "reward", "metadata")
+
+
+@dataclass
+class Step:
+    """One decoded observation frame."""
+
+    obs: Any
+    reward: float
+    terminated: bool
+    truncated: bool
+    info: dict
+
+
+class Contract:
+    observation_space: gym.Space
+    action_space: gym.Space
+    #: ``True`` for openenv-gym servers.
+    extended: bool = False
+    render_mode: str | None = None
+    env_metadata: dict = {}
+
+    def action_data(self, action: Any, *, arrays: bool, hints: bool) -> dict:
+        """The ``data`` of a step message; ``hints`` adds type hints (JSON to an
+        openenv-gym server)."""
+        raise NotImplementedError
+
+    def step(self, data: dict) -> Step:
+        raise NotImplementedError
+
+
+class GymContract(Contract):
+    """The contract of an openenv-gym server (exact spaces, terminated/truncated)."""
+
+    extended = True
+
+    def __init__(self, schema: dict, extension: dict, observation_space=None, action_space=None):
+        self.observation_space = observation_space or _exact_space(schema["observation"], "obs")
+        self.action_space = action_space or _exact_space(schema["action"], "action")
+        self.render_mode = extension.get("render_mode")
+        self.env_metadata = dict(extension.get("metadata") or {})
+        self.env_id = extension.get("env_id")
+        self.max_episode_steps = extension.get("max_episode_steps")
+
+    def action_data(self, action: Any, *, arrays: bool, hints: bool) -> dict:
+        data = {"action": spaces.encode(self.action_space, action, arrays=arrays)}
+        if hints and (hint := type_hints(action)) is not None:
+            data["types"] = hint
+        return data
+
+    def step(self, data: dict) -> Step:
+        fields = data["observation"]
+        info = fields.get("info") or {}
+        reward = 0.0 if data.get("reward") is None else float(data["reward"])
+        obs = fields["obs"]
+        types = fields.get("types")
+        if isinstance(types, dict):
+            obs = apply_type_hints(obs, types.get("obs"))
+            info = apply_type_hints(info, types.get("info"))
+            reward = apply_type_hints(reward, types.get("reward"))
+        return Step(
+            obs=spaces.decode(self.observation_space, obs),
+            reward=reward,
+            terminated=bool(fields.get("terminated", data.get("done", False))),
+            truncated=bool(fields.get("truncated", False)),
+            info=info,
+        )
+
+
+class FieldsContract(Contract):
+    """The contract of a stock OpenEnv server: named fields, one ``done``."""
+
+    def __init__(self, schema: dict, observation_space=None, action_space=None):
+        self._obs = self._fields(schema.get("observation"), observation_space,
+                                 RESERVED_OBSERVATION_FIELDS, "observation")
+        self._act = self._fields(schema.get("action"), action_space, ("metadata",), "action")
+        self.observation_space = self._obs.space
+        self.action_space = self._act.space
+
+    @staticmethod
+    def _fields(schema: Any, user_space: gym.Space | None, exclude, what: str) -> spaces.InferredSpace:
+        if user_space is not None:
+            keys = tuple(user_space.spaces) if isinstance(user_space, gym.spaces.Dict) else None
+
+            def to_space(value: Any) -> Any:
+                if keys is not None and isinstance(value, dict):
+                    value = {k: value[k] for k in keys if k in value}
+                return spaces.decode(user_space, value)
+
+            def to_json(value: Any) -> Any:
+                return spaces.encode(user_space, value)
+
+            return spaces.InferredSpace(user_space, to_space, to_json)
+        if not isinstance(schema, dict):
+            raise ValueError(
+                f"the server's /schema has no {what} schema; pass {what}_space= explicitly"
+            )
+        return spaces.infer_fields(schema, exclude=exclude)
+
+    def action_data(self, action: Any, *, arrays: bool, hints: bool) -> dict:
+        data = self._act.to_json(action)
+        if not isinstance(data, dict):
+            raise TypeError(
+                f"a stock OpenEnv server takes an action object of named fields; the action "
+                f"space must be a Dict of those fields, not {self.action_space}"
+            )
+        return data
+
+    def step(self, data: dict) -> Step:
+        fields = dict(data.get("observation") or {})
+        metadata = data.get("metadata") or fields.get("metadata")
+        for key in RESERVED_OBSERVATION_FIELDS:
+            fields.pop(key, None)
+        reward = data.get("reward")
+        info: dict = {}
+        if metadata:
+            info["metadata"] = metadata
+        return Step(
+            obs=self._obs.to_space(fields),
+            reward=0.0 if reward is None else float(reward),
+            terminated=bool(data.get("done", False)),
+            truncated=False,
+            info=info,
+        )
+
+
+def _exact_space(object_schema: dict, field: str) -> gym.Space:
+    extension = object_schema["properties"][field][spaces.SCHEMA_EXTENSION_KEY]
+    if extension.get("format") != spaces.FORMAT:
+        raise ValueError(
+            f"the server describes its spaces in format {extension.get('format')!r}; this "
+            f"openenv-gym understands {spaces.FORMAT!r} (upgrade openenv-gym on one side)"
+        )
+    return spaces.restore(extension["space"])
+
+
+def contract_from_schema(
+    schema: dict,
+    *,
+    observation_space: gym.Space | None = None,
+    action_space: gym.Space | None = None,
+) -> Contract:
+    """Pick the contract for a server from its ``/schema`` document."""
+    extension = schema.get("x-openenv-gym")
+    if isinstance(extension, dict):
+        return GymContract(schema, extension, observation_space, action_space)
+    return FieldsContract(schema, observation_space, action_space)
+
+
+def decode_frame(data: dict) -> Any:
+    """A rendered frame from a ``render`` reply (ndarray for rgb_array, str for ansi)."""
+    frame = data.get("frame")
+    dtype = data.get("dtype")
+    if dtype is None or frame is None:
+        return frame
+    if isinstance(frame, np.ndarray):
+        return frame
+    if isinstance(frame, list) and frame and isinstance(frame[0], np.ndarray):
+        return frame
+    return np.asarray(frame, dtype=np.dtype(dtype))

@@ -1,0 +1,156 @@
+"""``RemoteEnv``: any OpenEnv server as a ``gymnasium.Env``.
+
+    >>> import openenv_gym
+    >>> env = openenv_gym.RemoteEnv("http://127.0.0.1:8000")      # doctest: +SKIP
+    >>> obs, info = env.reset(seed=0)                               # doctest: +SKIP
+    >>> obs, reward, terminated, truncated, info = env.step(env.action_space.sample())  # doctest: +SKIP
+    >>> env.close()                                                 # doctest: +SKIP
+
+Against an openenv-gym server the spaces are exact, ``terminated`` and
+``truncated`` are the env's own, and ``info`` keeps its numpy types. Against a
+stock OpenEnv server the spaces are inferred from ``/schema`` (override them
+with ``observation_space=`` / ``action_space=``), actions and observations are
+``Dict`` values of the schema's fields, OpenEnv's ``done`` becomes
+``terminated`` (wrap the env in ``TimeLimit`` for truncation), and a
+non-empty observation ``metadata`` appears as ``info["metadata"]``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import gymnasium as gym
+
+from ..errors import OpenEnvGymError
+from .connection import get_json, http_url
+from .contract import Contract, contract_from_schema, decode_frame
+from .session import Encoding, RemoteSession
+
+__all__ = ["RemoteEnv"]
+
+
+class RemoteEnv(gym.Env):
+    """A Gymnasium environment whose episodes run on an OpenEnv server.
+
+    Args:
+        base_url: the server, as ``http(s)://host:port``, ``ws(s)://...`` or ``host:port``.
+        observation_space, action_space: override the spaces read from (or, for
+            stock servers, inferred from) the server's ``/schema``.
+        encoding: ``"auto"`` (msgpack when the server offers it, else JSON),
+            ``"json"`` or ``"msgpack"`` (fails against servers without it).
+        connect_timeout: seconds for the TCP + WebSocket handshake and ``/schema``.
+        message_timeout: seconds to wait for each reply.
+        headers: extra HTTP headers for ``/schema`` and the WebSocket handshake
+            (for example ``{"Authorization": "Bearer ..."}``).
+        render_mode: ignored when the server reports its own; the server's
+            render mode is the one that applies.
+        ping_interval, ping_timeout: keepalive pings while the env sits idle
+            (``None`` turns them off, for tunnels that drop pings).
+        compression: ``"deflate"`` to offer permessage-deflate (JSON over slow
+            links); off by default.
+
+    Server error frames raise :class:`~openenv_gym.errors.RemoteError`
+    subclasses carrying the server's code and message.
+    """
+
+    metadata: dict[str, Any] = {"render_modes": []}
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        observation_space: gym.Space | None = None,
+        action_space: gym.Space | None = None,
+        encoding: Encoding = "auto",
+        connect_timeout: float | None = 10.0,
+        message_timeout: float | None = 60.0,
+        headers: Mapping[str, str] | None = None,
+        render_mode: str | None = None,
+        max_message_bytes: int = 100 * 1024 * 1024,
+        ping_interval: float | None = 20.0,
+        ping_timeout: float | None = 20.0,
+        compression: str | None = None,
+    ) -> None:
+        self.base_url = http_url(base_url)
+        self._session: RemoteSession | None = None
+        schema = get_json(f"{self.base_url}/schema", headers=headers, timeout=connect_timeout)
+        if not isinstance(schema, dict):
+            raise OpenEnvGymError(f"{self.base_url}/schema did not return a JSON object")
+        self.contract: Contract = contract_from_schema(
+            schema, observation_space=observation_space, action_space=action_space
+        )
+        self.observation_space = self.contract.observation_space
+        self.action_space = self.contract.action_space
+        self.render_mode = self.contract.render_mode if self.contract.extended else render_mode
+        self.metadata = {**self.contract.env_metadata}
+        self.metadata["render_modes"] = [self.render_mode] if self.render_mode else []
+        self._session = RemoteSession(
+            self.base_url,
+            encoding=encoding,
+            headers=headers,
+            connect_timeout=connect_timeout,
+            message_timeout=message_timeout,
+            max_message_bytes=max_message_bytes,
+            ping_interval=ping_interval,
+            ping_timeout=ping_timeout,
+            compression=compression,
+        )
+
+    @property
+    def encoding(self) -> str:
+        """The encoding in use: ``"msgpack"`` or ``"json"``."""
+        return self._live().codec.name
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        """Start a new episode on the server.
+
+        ``seed`` goes to the server's ``reset(seed=...)``; the keys of
+        ``options`` are sent beside it (an openenv-gym server passes them on as
+        the env's ``options``; ``episode_id`` names the episode in ``state()``).
+        """
+        super().reset(seed=seed)
+        data: dict[str, Any] = dict(options or {})
+        if seed is not None:
+            data["seed"] = int(seed)
+        step = self.contract.step(self._live().request({"type": "reset", "data": data}))
+        return step.obs, step.info
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        session = self._live()
+        data = self.contract.action_data(
+            action, arrays=session.binary, hints=session.extended and not session.binary
+        )
+        step = self.contract.step(session.request({"type": "step", "data": data}))
+        return step.obs, step.reward, step.terminated, step.truncated, step.info
+
+    def state(self) -> dict[str, Any]:
+        """The server's state of this session (``episode_id``, ``step_count``, ...)."""
+        return self._live().request({"type": "state"})
+
+    def render(self) -> Any:
+        """The server-side render of the current state (``rgb_array`` or ``ansi``).
+
+        Returns ``None`` when the server has no render mode (stock OpenEnv
+        servers have no render message).
+        """
+        if self.render_mode is None or not self.contract.extended:
+            return None
+        return decode_frame(self._live().request({"type": "render"}))
+
+    def close(self) -> None:
+        """Tell the server to end the session and close the connection (idempotent)."""
+        session, self._session = self._session, None
+        if session is not None:
+            session.close()
+        super().close()
+
+    def _live(self) -> RemoteSession:
+        if self._session is None:
+            raise OpenEnvGymError("this RemoteEnv is closed; create a new one to reconnect")
+        return self._session
+
+    def __repr__(self) -> str:
+        return f"<RemoteEnv {self.base_url}>"

@@ -1,0 +1,14 @@
+"""Servers: Gymnasium environments as OpenEnv servers (needs ``openenv-gym[server]``)."""
+
+try:
+    import starlette  # noqa: F401
+    import uvicorn  # noqa: F401
+except ImportError as exc:  # pragma: no cover - depends on the install
+    raise ImportError(
+        "serving environments needs the server extra: pip install 'openenv-gym[server]'"
+    ) from exc
+
+from .app import create_app
+from .run import local_server, serve
+
+__all__ = ["create_app", "serve", "local_server"]

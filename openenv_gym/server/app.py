@@ -1,0 +1,362 @@
+"""The ASGI application: OpenEnv's HTTP routes and ``/ws``, on Starlette.
+
+:func:`create_app` serves any Gymnasium environment the way an OpenEnv server
+built with ``openenv``'s own ``create_app`` does, so official clients,
+validators and LLM trainers talk to it unchanged; openenv-gym clients get exact
+spaces and msgpack frames on top.
+
+    >>> app = create_app("CartPole-v1", max_sessions=8)
+    >>> # uvicorn.run(app, host="127.0.0.1", port=8000)
+
+Routes: ``WS /ws`` (one environment per connection), ``POST /reset``,
+``POST /step``, ``GET /state`` (stateless, like the reference server: each
+request builds a fresh environment), ``GET /health``, ``GET /schema``,
+``GET /metadata``, ``POST /mcp`` and ``WS /mcp`` (JSON-RPC), ``GET /openapi.json``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route, WebSocketRoute
+from starlette.websockets import WebSocket
+
+from ..wire import (
+    CLOSING_ERRORS,
+    SUBPROTOCOLS,
+    ClientMessage,
+    ErrorCode,
+    Limits,
+    WireError,
+    codec_for,
+    error_message,
+    parse_client_message,
+)
+from .mcp import PARSE_ERROR, handle_jsonrpc
+from .schema import metadata_document, openapi_document, schema_document
+from .session import EnvCaller, Execution, Session
+from .source import EnvLike, EnvSource, resolve
+
+__all__ = ["create_app", "DEFAULT_MAX_SESSIONS", "DEFAULT_SESSION_TIMEOUT"]
+
+logger = logging.getLogger("openenv_gym.server")
+
+#: Sessions one server holds at once unless told otherwise.
+DEFAULT_MAX_SESSIONS = 256
+#: Seconds without a message after which a session is closed.
+DEFAULT_SESSION_TIMEOUT = 900.0
+
+
+def _json(payload: Any, status: int = 200) -> Response:
+    return Response(
+        json.dumps(payload, separators=(",", ":"), allow_nan=True),
+        status_code=status,
+        media_type="application/json",
+    )
+
+
+class _Server:
+    """State shared by every route of one app."""
+
+    def __init__(
+        self,
+        source: EnvSource,
+        *,
+        max_sessions: int,
+        session_timeout: float | None,
+        execution: Execution,
+        limits: Limits,
+    ) -> None:
+        if max_sessions < 1:
+            raise ValueError(f"max_sessions must be at least 1, not {max_sessions}")
+        if session_timeout is not None and session_timeout <= 0:
+            raise ValueError(f"session_timeout must be positive or None, not {session_timeout}")
+        self.source = source
+        self.max_sessions = max_sessions
+        self.session_timeout = session_timeout
+        self.execution = execution
+        self.limits = limits
+        self.sessions: dict[str, tuple[Session, asyncio.Task]] = {}
+        self._reaper: asyncio.Task | None = None
+        self.schema = _json(schema_document(source))
+        self.metadata = _json(metadata_document(source))
+        self.openapi = _json(openapi_document(source.env_id or source.name))
+
+    # -- WebSocket sessions -------------------------------------------------
+
+    async def websocket(self, websocket: WebSocket) -> None:
+        offered = websocket.scope.get("subprotocols") or []
+        chosen = next((p for p in SUBPROTOCOLS if p in offered), None)
+        await websocket.accept(subprotocol=chosen)
+        codec = codec_for(chosen, self.limits)
+        send = websocket.send
+        frame_key = "bytes" if codec.binary else "text"
+
+        async def reply(message: dict) -> None:
+            try:
+                frame = codec.encode(message)
+            except Exception as exc:  # noqa: BLE001 - an unencodable reply is an env error
+                frame = codec.encode(
+                    error_message(
+                        ErrorCode.EXECUTION_ERROR,
+                        f"The reply could not be encoded: {type(exc).__name__}: {exc}",
+                    )
+                )
+            await send({"type": "websocket.send", frame_key: frame})
+
+        if len(self.sessions) >= self.max_sessions:
+            active = len(self.sessions)
+            await reply(
+                error_message(
+                    ErrorCode.CAPACITY_REACHED,
+                    f"Server at capacity: {active}/{self.max_sessions} sessions active. "
+                    f"Cannot accept new connections.",
+                    active_sessions=active,
+                    max_sessions=self.max_sessions,
+                )
+            )
+            await websocket.close(1000)
+            return
+
+        session = Session(
+            self.source,
+            arrays=codec.binary,
+            extended=chosen is not None,
+            caller=EnvCaller(self.execution),
+        )
+        task = asyncio.current_task()
+        assert task is not None
+        self.sessions[session.id] = (session, task)
+        self._start_reaper()
+        reaped = False
+        try:
+            await session.start()
+            await self._serve(websocket, session, codec, reply, frame_key)
+        except WireError as exc:
+            await _quietly(reply(exc.to_message()))
+        except asyncio.CancelledError:
+            if not session.reaped:
+                raise
+            reaped = True
+        finally:
+            self.sessions.pop(session.id, None)
+            await session.close()
+            if reaped:
+                await _quietly(
+                    reply(
+                        error_message(
+                            ErrorCode.SESSION_ERROR,
+                            f"Session closed after {self.session_timeout} s without a message",
+                        )
+                    )
+                )
+            await _quietly(websocket.close(1000))
+
+    async def _serve(self, websocket, session, codec, reply, frame_key) -> None:
+        receive = websocket.receive
+        other_key = "text" if frame_key == "bytes" else "bytes"
+        while True:
+            event = await receive()
+            if event["type"] == "websocket.disconnect":
+                return
+            frame = event.get(frame_key)
+            if frame is None:
+                if event.get(other_key) is not None:
+                    wanted = "binary msgpack" if codec.binary else "text JSON"
+                    raise WireError(
+                        ErrorCode.SESSION_ERROR,
+                        f"This session speaks {codec.name}: send {wanted} frames "
+                        f"(negotiate the subprotocol {SUBPROTOCOLS[0]!r} for msgpack)",
+                    )
+                continue
+            try:
+                message = parse_client_message(codec.decode(frame))
+                if message.type == "close":
+                    return
+                answer = await session.handle(message)
+            except WireError as exc:
+                if exc.code in CLOSING_ERRORS:
+                    raise
+                answer = exc.to_message()
+            await reply(answer)
+
+    # -- idle sessions ------------------------------------------------------
+
+    def _start_reaper(self) -> None:
+        if self.session_timeout is None or (self._reaper and not self._reaper.done()):
+            return
+        self._reaper = asyncio.get_running_loop().create_task(self._reap())
+
+    async def _reap(self) -> None:
+        timeout = self.session_timeout
+        assert timeout is not None
+        while self.sessions:
+            await asyncio.sleep(max(min(timeout / 4, 5.0), 0.05))
+            now = time.monotonic()
+            for session, task in list(self.sessions.values()):
+                if now - session.last_activity > timeout and not task.done():
+                    session.reaped = True
+                    task.cancel()
+
+    # -- HTTP ---------------------------------------------------------------
+
+    async def _http_session(self, kind: str, data: dict | None, *, reset: dict | None = None):
+        """Run one message on a throwaway session, like OpenEnv's stateless HTTP routes."""
+        session = Session(self.source, arrays=False, caller=EnvCaller("thread"))
+        try:
+            await session.start()
+            if reset is not None:
+                await session.handle(ClientMessage("reset", reset))
+            return await session.handle(ClientMessage(kind, data))
+        finally:
+            await session.close()
+
+    async def http_reset(self, request: Request) -> Response:
+        body = await _body(request)
+        if not isinstance(body, dict):
+            return _json({"detail": "The request body must be a JSON object"}, 422)
+        return await self._http_answer("reset", body)
+
+    async def http_step(self, request: Request) -> Response:
+        body = await _body(request)
+        if not isinstance(body, dict) or not isinstance(body.get("action"), dict):
+            return _json(
+                {
+                    "detail": [
+                        {
+                            "type": "missing",
+                            "loc": ["body", "action"],
+                            "msg": "Field required: an object with the action fields",
+                        }
+                    ]
+                },
+                422,
+            )
+        reset = {"seed": body["seed"]} if isinstance(body.get("seed"), int) else {}
+        return await self._http_answer("step", body["action"], reset=reset)
+
+    async def _http_answer(self, kind: str, data: dict, *, reset: dict | None = None) -> Response:
+        try:
+            answer = await self._http_session(kind, data, reset=reset)
+        except WireError as exc:
+            if exc.code is ErrorCode.VALIDATION_ERROR:
+                return _json({"detail": exc.extra.get("errors", exc.message)}, 422)
+            return _json({"detail": exc.message, "code": exc.code.value}, 500)
+        return _json(answer["data"])
+
+    async def http_state(self, request: Request) -> Response:
+        return _json(
+            {"episode_id": None, "step_count": 0, "env_id": self.source.env_id, "seed": None}
+        )
+
+    async def health(self, request: Request) -> Response:
+        return JSONResponse({"status": "healthy"})
+
+    async def mcp_http(self, request: Request) -> Response:
+        raw = await request.body()
+        try:
+            payload = json.loads(raw)
+        except ValueError:
+            return _json(PARSE_ERROR)
+        return _json(handle_jsonrpc(payload))
+
+    async def mcp_ws(self, websocket: WebSocket) -> None:
+        await websocket.accept()
+        try:
+            while True:
+                event = await websocket.receive()
+                if event["type"] == "websocket.disconnect":
+                    return
+                text = event.get("text")
+                try:
+                    payload = json.loads(text if text is not None else event.get("bytes") or b"")
+                except ValueError:
+                    answer = PARSE_ERROR
+                else:
+                    answer = handle_jsonrpc(payload)
+                await websocket.send_text(json.dumps(answer))
+        finally:
+            await _quietly(websocket.close(1000))
+
+
+async def _body(request: Request) -> Any:
+    raw = await request.body()
+    if not raw.strip():
+        return {}
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return None
+
+
+async def _quietly(awaitable) -> None:
+    with contextlib.suppress(Exception):
+        await awaitable
+
+
+def create_app(
+    env: EnvLike,
+    *,
+    env_kwargs: dict[str, Any] | None = None,
+    max_sessions: int = DEFAULT_MAX_SESSIONS,
+    session_timeout: float | None = DEFAULT_SESSION_TIMEOUT,
+    execution: Execution = "auto",
+    limits: Limits | None = None,
+) -> Starlette:
+    """Serve a Gymnasium environment as an OpenEnv server (an ASGI app).
+
+    Args:
+        env: a Gymnasium id (``"CartPole-v1"``), a ``"module:factory"`` path,
+            an env class, or a factory callable. Each WebSocket session gets
+            its own environment.
+        env_kwargs: keyword arguments for ``gym.make`` / the class / the factory.
+        max_sessions: sessions held at once; one more gets OpenEnv's
+            CAPACITY_REACHED error frame and a close.
+        session_timeout: seconds without a message after which a session is
+            closed (``None`` never closes idle sessions).
+        execution: how env calls run, see :data:`~openenv_gym.server.session.Execution`.
+        limits: frame, array and nesting limits for incoming messages. Run
+            the app with uvicorn's ``ws_max_size`` equal to
+            ``limits.max_frame_bytes`` (:func:`~openenv_gym.serve` does).
+
+    The environment is built once here to read its spaces, so a broken factory
+    fails now rather than in the first session.
+    """
+    source = resolve(env, **(env_kwargs or {}))
+    server = _Server(
+        source,
+        max_sessions=max_sessions,
+        session_timeout=session_timeout,
+        execution=execution,
+        limits=limits or Limits(),
+    )
+
+    def constant(response: Response):
+        async def endpoint(request: Request) -> Response:
+            return response
+
+        return endpoint
+
+    routes = [
+        WebSocketRoute("/ws", server.websocket),
+        WebSocketRoute("/mcp", server.mcp_ws),
+        Route("/reset", server.http_reset, methods=["POST"]),
+        Route("/step", server.http_step, methods=["POST"]),
+        Route("/state", server.http_state, methods=["GET"]),
+        Route("/health", server.health, methods=["GET"]),
+        Route("/schema", constant(server.schema), methods=["GET"]),
+        Route("/metadata", constant(server.metadata), methods=["GET"]),
+        Route("/openapi.json", constant(server.openapi), methods=["GET"]),
+        Route("/mcp", server.mcp_http, methods=["POST"]),
+    ]
+    app = Starlette(routes=routes)
+    app.state.openenv_gym = server
+    return app

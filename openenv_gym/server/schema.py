@@ -1,0 +1,135 @@
+"""What the server publishes about its environment: ``/schema``, ``/metadata``
+and the OpenAPI document.
+
+``/schema`` is standard JSON Schema (draft 2020-12), so stock OpenEnv tools
+and the RFC 008 graders accept it, and every observation and action the server
+sends or accepts validates against it. The exact Gymnasium spaces ride along
+under :data:`~openenv_gym.spaces.SCHEMA_EXTENSION_KEY`, which is how an
+openenv-gym client recovers them losslessly.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import __version__, spaces
+from ..wire import SUBPROTOCOLS, jsonable
+from .source import EnvSource
+
+__all__ = ["schema_document", "metadata_document", "openapi_document", "EXTENSION_KEY"]
+
+#: Top-level ``/schema`` key describing the openenv-gym extensions a server offers.
+EXTENSION_KEY = "x-openenv-gym"
+_DRAFT = "https://json-schema.org/draft/2020-12/schema"
+
+
+def _space_schema(space: Any) -> dict:
+    schema = spaces.to_json_schema(space)
+    schema[spaces.SCHEMA_EXTENSION_KEY] = {"format": spaces.FORMAT, "space": spaces.describe(space)}
+    return schema
+
+
+def _observation_schema(source: EnvSource, title: str) -> dict:
+    return {
+        "$schema": _DRAFT,
+        "title": title,
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "obs": _space_schema(source.observation_space),
+            "terminated": {"type": "boolean", "description": "Gymnasium's terminated"},
+            "truncated": {"type": "boolean", "description": "Gymnasium's truncated"},
+            "info": {"type": "object", "description": "Gymnasium's info, as JSON"},
+            "types": {
+                "type": "object",
+                "description": "openenv-gym type hints restoring the exact types of reward and info",
+            },
+            "done": {"type": "boolean", "default": False},
+            "reward": {"anyOf": [{"type": "number"}, {"type": "null"}], "default": None},
+            "metadata": {"type": "object", "additionalProperties": True},
+        },
+        "required": ["obs", "terminated", "truncated", "info"],
+    }
+
+
+def schema_document(source: EnvSource) -> dict:
+    """The ``/schema`` response: ``action``, ``observation``, ``reset_observation``, ``state``."""
+    observation = _observation_schema(source, "GymObservation")
+    return {
+        "action": {
+            "$schema": _DRAFT,
+            "title": "GymAction",
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "action": _space_schema(source.action_space),
+                "metadata": {"type": "object", "additionalProperties": True},
+            },
+            "required": ["action"],
+        },
+        "observation": observation,
+        "reset_observation": observation,
+        "state": {
+            "$schema": _DRAFT,
+            "title": "GymState",
+            "type": "object",
+            "additionalProperties": True,
+            "properties": {
+                "episode_id": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None},
+                "step_count": {"type": "integer", "minimum": 0, "default": 0},
+                "env_id": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None},
+                "seed": {"anyOf": [{"type": "integer"}, {"type": "null"}], "default": None},
+            },
+        },
+        EXTENSION_KEY: {
+            "version": 1,
+            "subprotocols": list(SUBPROTOCOLS),
+            "env_id": source.env_id,
+            "render_mode": source.render_mode,
+            "metadata": jsonable(source.env_metadata),
+            "max_episode_steps": source.max_episode_steps,
+        },
+    }
+
+
+def metadata_document(source: EnvSource) -> dict:
+    """The ``/metadata`` response (OpenEnv's ``EnvironmentMetadata`` fields)."""
+    return {
+        "name": source.env_id or source.name,
+        "description": source.description
+        or f"{source.env_id or source.name} served by openenv-gym",
+        "readme_content": None,
+        "version": __version__,
+        "author": None,
+        "documentation_url": None,
+    }
+
+
+_JSON_BODY = {"content": {"application/json": {"schema": {"type": "object"}}}}
+
+
+def _operation(summary: str, body: bool = False) -> dict:
+    operation: dict = {
+        "summary": summary,
+        "responses": {"200": {"description": "Successful Response", **_JSON_BODY}},
+    }
+    if body:
+        operation["requestBody"] = {"required": False, **_JSON_BODY}
+    return operation
+
+
+def openapi_document(title: str) -> dict:
+    """The ``/openapi.json`` document (OpenEnv HTTP profile ``openenv-http/1.x``)."""
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": f"OpenEnv Environment HTTP API ({title})", "version": "1.0.0"},
+        "paths": {
+            "/reset": {"post": _operation("Reset a fresh environment (stateless)", body=True)},
+            "/step": {"post": _operation("Step a fresh environment (stateless)", body=True)},
+            "/state": {"get": _operation("State of a fresh environment")},
+            "/health": {"get": _operation("Health check")},
+            "/schema": {"get": _operation("JSON Schemas of action, observation and state")},
+            "/metadata": {"get": _operation("Environment metadata")},
+            "/mcp": {"post": _operation("MCP JSON-RPC endpoint", body=True)},
+        },
+    }

@@ -1,0 +1,340 @@
+"""One WebSocket session: one environment and its episode bookkeeping.
+
+A :class:`Session` answers validated client messages (``reset``, ``step``,
+``state``, ``render``, ``mcp``) with reply messages. It knows nothing about
+sockets; the app feeds it. Protocol problems are raised as
+:class:`~openenv_gym.wire.WireError` with the OpenEnv error code the reply
+must carry.
+
+Environment calls run through an :class:`EnvCaller`, which keeps a slow env
+from stalling the server's event loop (and so every other session) while
+letting fast envs skip the thread hand-off that would otherwise dominate
+their step time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Literal
+
+import gymnasium as gym
+import numpy as np
+
+from .. import spaces
+from ..wire import (
+    ClientMessage,
+    ErrorCode,
+    WireError,
+    apply_type_hints,
+    jsonable,
+    observation_message,
+    number_hint,
+    state_message,
+    type_hints,
+)
+from .mcp import handle_jsonrpc
+from .source import EnvSource
+
+__all__ = ["Session", "EnvCaller", "Execution"]
+
+#: How environment calls are run: ``"thread"`` always on the session's own
+#: worker thread; ``"inline"`` always on the event loop (fastest, but a slow
+#: call stalls every session); ``"auto"`` starts on the thread and moves a
+#: session inline once its calls have proven fast, and back for good at the
+#: first slow call.
+Execution = Literal["auto", "thread", "inline"]
+
+
+class EnvCaller:
+    """Runs one session's env calls inline or on its own worker thread.
+
+    In ``"auto"`` mode a session starts on its thread; after ``promote_after``
+    consecutive calls that each took less than ``inline_threshold`` seconds it
+    runs inline, and the first call slower than that sends it back to its
+    thread for the rest of the session. Thread-bound envs (GUI toolkits,
+    browser automation) should use ``"thread"``, which keeps every call on
+    one thread.
+    """
+
+    def __init__(
+        self,
+        execution: Execution = "auto",
+        *,
+        inline_threshold: float = 0.002,
+        promote_after: int = 16,
+    ) -> None:
+        if execution not in ("auto", "thread", "inline"):
+            raise ValueError(f"execution must be 'auto', 'thread' or 'inline', not {execution!r}")
+        self.execution = execution
+        self.inline_threshold = inline_threshold
+        self.promote_after = promote_after
+        self._inline = execution == "inline"
+        self._demoted = False
+        self._fast_calls = 0
+        self._executor: ThreadPoolExecutor | None = None
+
+    @property
+    def inline(self) -> bool:
+        return self._inline
+
+    async def __call__(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        if self._inline:
+            start = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                if self.execution == "auto" and time.perf_counter() - start > self.inline_threshold:
+                    self._inline = False
+                    self._demoted = True
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(1, thread_name_prefix="openenv-gym-session")
+        timed = _Timed(fn, args, kwargs)
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(self._executor, timed)
+        finally:
+            if self.execution == "auto" and not self._demoted:
+                if timed.elapsed is not None and timed.elapsed < self.inline_threshold:
+                    self._fast_calls += 1
+                    if self._fast_calls >= self.promote_after:
+                        self._inline = True
+                else:
+                    self._fast_calls = 0
+
+    def shutdown(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._executor = None
+
+
+class _Timed:
+    __slots__ = ("fn", "args", "kwargs", "elapsed")
+
+    def __init__(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> None:
+        self.fn, self.args, self.kwargs, self.elapsed = fn, args, kwargs, None
+
+    def __call__(self) -> Any:
+        start = time.perf_counter()
+        result = self.fn(*self.args, **self.kwargs)
+        self.elapsed = time.perf_counter() - start
+        return result
+
+
+_STEP_KEYS = frozenset({"action", "metadata"})
+#: openenv-gym clients may send type hints for the action (JSON sessions).
+_EXTENDED_STEP_KEYS = _STEP_KEYS | {"types"}
+
+
+def _validation(loc: list, msg: str, value: Any, kind: str = "value_error") -> WireError:
+    return WireError(
+        ErrorCode.VALIDATION_ERROR,
+        "Invalid message",
+        errors=[{"type": kind, "loc": loc, "msg": msg, "input": jsonable(value)}],
+    )
+
+
+class Session:
+    """An environment serving one client, with its episode state.
+
+    ``arrays`` selects the value encoding of the session's codec (``True``
+    for msgpack: numpy arrays stay arrays). ``extended`` is ``True`` when the
+    peer is an openenv-gym client: observations then carry ``types``, the
+    :func:`~openenv_gym.wire.type_hints` that restore the exact Python and
+    numpy types of the reward and (on JSON) of ``obs`` and ``info``; its
+    steps may carry ``types`` for the action.
+    """
+
+    def __init__(
+        self,
+        source: EnvSource,
+        *,
+        arrays: bool,
+        extended: bool = False,
+        caller: EnvCaller | None = None,
+    ) -> None:
+        self.id = str(uuid.uuid4())
+        self.source = source
+        self.arrays = arrays
+        self.extended = extended
+        self.call = caller or EnvCaller()
+        self.env: gym.Env | None = None
+        self.episode_id: str | None = None
+        self.step_count = 0
+        self.seed: int | None = None
+        self.last_activity = time.monotonic()
+        self.reaped = False
+        self._reset_done = False
+
+    async def start(self) -> None:
+        """Build the environment; failures become FACTORY_ERROR."""
+        try:
+            self.env = await self.call(self.source.make)
+        except Exception as exc:  # noqa: BLE001 - any factory failure is reported
+            raise WireError(
+                ErrorCode.FACTORY_ERROR,
+                f"Environment factory '{self.source.name}' failed to create instance: "
+                f"{type(exc).__name__}: {exc}",
+                factory_name=self.source.name,
+            ) from exc
+
+    async def close(self) -> None:
+        env, self.env = self.env, None
+        if env is not None:
+            try:
+                await self.call(env.close)
+            except Exception:  # noqa: BLE001 - closing must not fail the server
+                pass
+        self.call.shutdown()
+
+    async def handle(self, message: ClientMessage) -> dict:
+        """The reply to one validated message (never called for ``close``)."""
+        self.last_activity = time.monotonic()
+        kind = message.type
+        if kind == "step":
+            return await self._step(message.data)
+        if kind == "reset":
+            return await self._reset(message.data)
+        if kind == "state":
+            return state_message(self.state())
+        if kind == "render":
+            return await self._render()
+        if kind == "mcp":
+            return {"type": "mcp", "data": handle_jsonrpc(message.data)}
+        raise WireError(ErrorCode.UNKNOWN_TYPE, f"Unknown message type: {kind}")
+
+    def state(self) -> dict:
+        return {
+            "episode_id": self.episode_id,
+            "step_count": self.step_count,
+            "env_id": self.source.env_id,
+            "seed": self.seed,
+        }
+
+    # -- reset / step -------------------------------------------------------
+
+    async def _reset(self, data: dict) -> dict:
+        seed = data.get("seed")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))):
+            raise _validation(["seed"], "Input should be a valid integer or null", seed, "int_type")
+        if seed is not None and seed < 0:
+            raise _validation(
+                ["seed"], "Input should be greater than or equal to 0", seed, "greater_than_equal"
+            )
+        episode_id = data.get("episode_id")
+        if episode_id is not None and (not isinstance(episode_id, str) or len(episode_id) > 255):
+            raise _validation(
+                ["episode_id"], "Input should be a string of at most 255 characters", episode_id
+            )
+        options = {k: v for k, v in data.items() if k not in ("seed", "episode_id")} or None
+        seed = None if seed is None else int(seed)
+        env = self._env()
+        try:
+            obs, info = await self.call(env.reset, seed=seed, options=options)
+        except Exception as exc:  # noqa: BLE001 - env errors go back to the client
+            raise WireError(ErrorCode.EXECUTION_ERROR, _describe(exc)) from exc
+        self.episode_id = episode_id or str(uuid.uuid4())
+        self.step_count = 0
+        self.seed = seed
+        self._reset_done = True
+        return self._observation(obs, None, False, False, info)
+
+    async def _step(self, data: dict) -> dict:
+        allowed = _EXTENDED_STEP_KEYS if self.extended else _STEP_KEYS
+        for key in data:
+            if key not in allowed:
+                raise _validation([key], "Extra inputs are not permitted", data[key], "extra_forbidden")
+        if "action" not in data:
+            raise _validation(["action"], "Field required", data, "missing")
+        space = self.source.action_space
+        try:
+            action = spaces.decode(space, apply_type_hints(data["action"], data.get("types")))
+        except spaces.SpaceValueError as exc:
+            raise _validation(["action"], str(exc), data["action"]) from exc
+        if not space.contains(action):
+            raise _validation(
+                ["action"], f"Action {_short(data['action'])} is not in the action space {space}",
+                data["action"],
+            )
+        if not self._reset_done:
+            raise WireError(
+                ErrorCode.EXECUTION_ERROR, "Call reset before step: this session has no episode yet"
+            )
+        env = self._env()
+        try:
+            obs, reward, terminated, truncated, info = await self.call(env.step, action)
+        except Exception as exc:  # noqa: BLE001
+            raise WireError(ErrorCode.EXECUTION_ERROR, _describe(exc)) from exc
+        self.step_count += 1
+        return self._observation(obs, reward, terminated, truncated, info)
+
+    def _observation(
+        self, obs: Any, reward: Any, terminated: Any, truncated: Any, info: Any
+    ) -> dict:
+        try:
+            encoded = spaces.encode(self.source.observation_space, obs, arrays=self.arrays)
+        except (spaces.SpaceValueError, TypeError, ValueError) as exc:
+            raise WireError(
+                ErrorCode.EXECUTION_ERROR,
+                f"The environment returned an observation that does not fit its observation "
+                f"space {self.source.observation_space}: {exc}",
+            ) from exc
+        terminated, truncated = bool(terminated), bool(truncated)
+        info = info if isinstance(info, dict) else {"info": info}
+        fields = {
+            "obs": encoded,
+            "terminated": terminated,
+            "truncated": truncated,
+            "info": info if self.arrays else jsonable(info),
+        }
+        if self.extended:
+            types = {}
+            if not self.arrays:
+                if (hint := type_hints(obs)) is not None:
+                    types["obs"] = hint
+                if (hint := type_hints(info)) is not None:
+                    types["info"] = hint
+            if (hint := number_hint(reward)) is not None:
+                types["reward"] = hint
+            if types:
+                fields["types"] = types
+        return observation_message(
+            fields,
+            reward=None if reward is None else float(reward),
+            done=terminated or truncated,
+        )
+
+    async def _render(self) -> dict:
+        env = self._env()
+        try:
+            frame = await self.call(env.render)
+        except Exception as exc:  # noqa: BLE001
+            raise WireError(ErrorCode.EXECUTION_ERROR, _describe(exc)) from exc
+        data: dict = {"render_mode": self.source.render_mode, "frame": None}
+        if isinstance(frame, np.ndarray):
+            data["dtype"] = frame.dtype.str
+            data["frame"] = frame if self.arrays else frame.tolist()
+        elif isinstance(frame, list) and frame and isinstance(frame[0], np.ndarray):
+            data["dtype"] = frame[0].dtype.str
+            data["frame"] = frame if self.arrays else [f.tolist() for f in frame]
+        else:
+            data["frame"] = jsonable(frame)
+        return {"type": "render", "data": data}
+
+    def _env(self) -> gym.Env:
+        if self.env is None:
+            raise WireError(ErrorCode.SESSION_ERROR, "The session's environment is closed")
+        return self.env
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _short(value: Any, limit: int = 120) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."

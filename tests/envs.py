@@ -1,0 +1,119 @@
+"""Environments written for the tests."""
+
+from __future__ import annotations
+
+import time
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+
+class CompositeEnv(gym.Env):
+    """An env whose spaces use Dict, Tuple, Text, Sequence, MultiDiscrete and MultiBinary.
+
+    Deterministic given the seed, with episodes of 12 to 20 steps, so local and
+    remote copies can be compared step by step.
+    """
+
+    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
+
+    def __init__(self, render_mode: str | None = None) -> None:
+        self.render_mode = render_mode
+        self.observation_space = spaces.Dict(
+            {
+                "position": spaces.Box(-10.0, 10.0, shape=(2,), dtype=np.float32),
+                "grid": spaces.MultiBinary((3, 3)),
+                "levels": spaces.MultiDiscrete([4, 6, 8]),
+                "status": spaces.Tuple((spaces.Discrete(3, start=-1), spaces.Text(12, charset="abcdefgh "))),
+                "trail": spaces.Sequence(spaces.Discrete(5)),
+            }
+        )
+        self.action_space = spaces.Dict(
+            {
+                "move": spaces.Box(-1.0, 1.0, shape=(2,), dtype=np.float32),
+                "toggle": spaces.MultiBinary(3),
+                "choice": spaces.Tuple((spaces.Discrete(4), spaces.MultiDiscrete([2, 3]))),
+                "word": spaces.Text(6, charset="abcdefgh"),
+            }
+        )
+        self._position = np.zeros(2, dtype=np.float32)
+        self._steps = 0
+        self._length = 12
+
+    def _obs(self) -> dict:
+        rng = self.np_random
+        return {
+            "position": self._position.copy(),
+            "grid": rng.integers(0, 2, size=(3, 3), dtype=np.int8),
+            "levels": rng.integers(0, [4, 6, 8]).astype(np.int64),
+            "status": (int(rng.integers(-1, 2)), "".join(rng.choice(list("abcdefgh "), size=5))),
+            "trail": tuple(int(x) for x in rng.integers(0, 5, size=self._steps % 4)),
+        }
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self._position = self.np_random.uniform(-1, 1, size=2).astype(np.float32)
+        self._steps = 0
+        self._length = int(self.np_random.integers(12, 21))
+        if options and "length" in options:
+            self._length = int(options["length"])
+        return self._obs(), {"length": self._length, "options": dict(options or {})}
+
+    def step(self, action):
+        self._steps += 1
+        self._position = np.clip(self._position + action["move"], -10, 10).astype(np.float32)
+        reward = float(np.sum(action["toggle"])) - 0.1 * len(action["word"]) + action["choice"][0]
+        terminated = bool(np.abs(self._position).max() >= 9.5)
+        truncated = self._steps >= self._length
+        info = {"steps": self._steps, "mask": np.array([1, 0, 1], dtype=np.int8), "score": np.float32(reward)}
+        return self._obs(), reward, terminated, truncated, info
+
+    def render(self):
+        if self.render_mode == "ansi":
+            return f"position={self._position.round(2).tolist()} step={self._steps}\n"
+        if self.render_mode == "rgb_array":
+            frame = np.zeros((8, 8, 3), dtype=np.uint8)
+            frame[..., 0] = self._steps
+            return frame
+        return None
+
+
+class SlowEnv(gym.Env):
+    """CartPole-like spaces; every step sleeps ``delay`` seconds."""
+
+    def __init__(self, delay: float = 0.5) -> None:
+        self.delay = delay
+        self.observation_space = spaces.Box(-1, 1, shape=(1,), dtype=np.float32)
+        self.action_space = spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        time.sleep(self.delay)
+        return np.zeros(1, np.float32), 0.0, False, False, {}
+
+
+class FaultyEnv(gym.Env):
+    """Raises in ``step`` on action 1 and returns an observation outside its space on 2."""
+
+    def __init__(self) -> None:
+        self.observation_space = spaces.Box(0, 1, shape=(2,), dtype=np.float32)
+        self.action_space = spaces.Discrete(3)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action):
+        if action == 1:
+            raise RuntimeError("the simulator exploded")
+        if action == 2:
+            return np.zeros(5, np.float32), 0.0, False, False, {}
+        return np.zeros(2, np.float32), 1.0, False, False, {}
+
+
+def broken_factory() -> gym.Env:
+    raise OSError("no licence for the simulator")

@@ -1,0 +1,106 @@
+"""Gymnasium env → openenv-gym server → RemoteEnv is the same env.
+
+Gymnasium's own checkers are the judges: ``check_env`` on the remote env, and
+``check_environments_match(local, remote)`` with identical seeds over
+episodes with boundaries inside, in JSON and in msgpack.
+"""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+from gymnasium.utils.env_match import check_environments_match
+
+import openenv_gym
+from tests.envs import CompositeEnv
+
+TAXI = "Taxi-v4" if "Taxi-v4" in gym.registry else "Taxi-v3"  # v4 from gymnasium 1.3
+
+#: name -> (what the server serves, how to build the same env locally)
+ENVS = {
+    "CartPole-v1": ("CartPole-v1", lambda: gym.make("CartPole-v1")),
+    "Pendulum-v1": ("Pendulum-v1", lambda: gym.make("Pendulum-v1")),
+    "FrozenLake-v1": ("FrozenLake-v1", lambda: gym.make("FrozenLake-v1")),
+    "Blackjack-v1": ("Blackjack-v1", lambda: gym.make("Blackjack-v1")),
+    "Taxi": (TAXI, lambda: gym.make(TAXI)),
+    "composite": (CompositeEnv, CompositeEnv),
+}
+ENCODINGS = ["json", "msgpack"]
+
+
+@pytest.fixture(scope="module", params=sorted(ENVS))
+def served(request):
+    target, make_local = ENVS[request.param]
+    with openenv_gym.local_server(target) as url:
+        yield request.param, url, make_local
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+def test_check_env_passes_on_the_remote_env(served, encoding):
+    name, url, _ = served
+    with openenv_gym.RemoteEnv(url, encoding=encoding) as env:
+        assert env.encoding == encoding
+        check_env(env, skip_render_check=True)
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+def test_remote_trajectories_match_local_ones(served, encoding):
+    name, url, make_local = served
+    local = make_local()
+    with openenv_gym.RemoteEnv(url, encoding=encoding) as remote:
+        assert remote.observation_space == local.observation_space
+        assert remote.action_space == local.action_space
+        for seed in (0, 7):
+            check_environments_match(local, remote, num_steps=400, seed=seed)
+    local.close()
+
+
+def test_registered_id_with_time_limit(cartpole_url):
+    env = gym.make("openenv/Remote-v0", base_url=cartpole_url, max_episode_steps=25)
+    try:
+        check_env(env.unwrapped, skip_render_check=True)
+        env.reset(seed=1)
+        for step in range(25):
+            _, _, terminated, truncated, _ = env.step(0 if step % 3 else 1)
+            if terminated:
+                break
+        assert terminated or truncated
+    finally:
+        env.close()
+
+
+def test_module_prefixed_id_needs_no_import(cartpole_url):
+    env = gym.make("openenv_gym:openenv/Remote-v0", base_url=cartpole_url)
+    env.close()
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+def test_render_over_the_wire(encoding):
+    with openenv_gym.local_server(CompositeEnv, env_kwargs={"render_mode": "rgb_array"}) as url:
+        with openenv_gym.RemoteEnv(url, encoding=encoding) as env:
+            assert env.render_mode == "rgb_array"
+            assert env.metadata["render_fps"] == 4
+            env.reset(seed=0)
+            env.step(env.action_space.sample())
+            frame = env.render()
+            assert isinstance(frame, np.ndarray) and frame.dtype == np.uint8
+            assert frame.shape == (8, 8, 3) and frame[0, 0, 0] == 1
+    with openenv_gym.local_server(CompositeEnv, env_kwargs={"render_mode": "ansi"}) as url:
+        with openenv_gym.RemoteEnv(url, encoding=encoding) as env:
+            env.reset(seed=0)
+            assert env.render().startswith("position=")
+
+
+def test_reset_options_and_episode_id(cartpole_url):
+    with openenv_gym.local_server(CompositeEnv) as url, openenv_gym.RemoteEnv(url) as env:
+        obs, info = env.reset(seed=3, options={"length": 2, "episode_id": "mine"})
+        assert info["options"] == {"length": 2}
+        assert env.state() == {"episode_id": "mine", "step_count": 0, "env_id": None, "seed": 3}
+        env.step(env.action_space.sample())
+        _, _, _, truncated, _ = env.step(env.action_space.sample())
+        assert truncated and env.state()["step_count"] == 2
+        env.reset()
+        state = env.state()
+        assert state["episode_id"] != "mine" and state["seed"] is None

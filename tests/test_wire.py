@@ -1,0 +1,228 @@
+"""The sans-I/O wire layer: codecs, limits, message validation, type hints."""
+
+from __future__ import annotations
+
+import json
+import struct
+
+import msgpack
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from openenv_gym import wire
+from openenv_gym.wire import ErrorCode, Limits, WireError
+
+
+def ndarray_ext(dtype: str, shape: tuple, data: bytes) -> msgpack.ExtType:
+    code = dtype.encode()
+    header = struct.pack("<BB", len(code), len(shape)) + code
+    header += b"".join(struct.pack("<Q", d) for d in shape)
+    return msgpack.ExtType(wire.EXT_NDARRAY, header + data)
+
+
+# -- codecs ------------------------------------------------------------------
+
+
+def test_json_frames_are_compact_stock_openenv():
+    codec = wire.codec_for(None)
+    frame = codec.encode(wire.observation_message({"count": 3}, reward=3.0, done=False))
+    assert frame == '{"type":"observation","data":{"observation":{"count":3},"reward":3.0,"done":false}}'
+    assert codec.decode(frame)["data"]["observation"] == {"count": 3}
+
+
+def test_observation_metadata_goes_inside_and_on_top_like_openenv_0_10():
+    message = wire.observation_message({"x": 1, "metadata": {"a": 1}}, reward=None, done=True,
+                                       metadata={"a": 1})
+    assert message["data"]["metadata"] == {"a": 1}
+    assert "metadata" not in wire.observation_message({}, reward=None, done=False)["data"]
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        np.arange(12, dtype=np.float32).reshape(3, 4),
+        np.zeros((84, 84, 4), dtype=np.uint8),
+        np.array([True, False]),
+        np.arange(5, dtype=np.int64)[::2],  # not contiguous
+        np.array(3.5, dtype=np.float64),  # 0-d array
+        np.arange(6, dtype=">i4"),  # big-endian is sent little-endian
+    ],
+)
+def test_msgpack_arrays_round_trip_exactly(value):
+    codec = wire.MsgpackCodec()
+    decoded = codec.decode(codec.encode({"v": value}))["v"]
+    assert isinstance(decoded, np.ndarray)
+    assert decoded.shape == value.shape
+    assert decoded.dtype == value.dtype.newbyteorder("<") or decoded.dtype == value.dtype
+    np.testing.assert_array_equal(decoded, value)
+
+
+def test_msgpack_decodes_arrays_without_copying_the_payload():
+    codec = wire.MsgpackCodec()
+    decoded = codec.decode(codec.encode({"v": np.ones((64, 64), np.float32)}))["v"]
+    assert not decoded.flags.owndata  # a view over the received bytes
+
+
+def test_msgpack_keeps_numpy_scalars_and_tuples():
+    codec = wire.MsgpackCodec()
+    value = {"a": np.int64(3), "b": np.float32(0.5), "c": (1, (2, "x")), "d": [1, 2], "e": np.bool_(True)}
+    decoded = codec.decode(codec.encode(value))
+    assert type(decoded["a"]) is np.int64 and decoded["a"] == 3
+    assert type(decoded["b"]) is np.float32
+    assert decoded["c"] == (1, (2, "x")) and isinstance(decoded["c"][1], tuple)
+    assert decoded["d"] == [1, 2]
+    assert type(decoded["e"]) is np.bool_
+
+
+def test_msgpack_refuses_object_dtype_on_encode():
+    with pytest.raises(TypeError, match="dtype"):
+        wire.MsgpackCodec().encode({"v": np.array([object()], dtype=object)})
+
+
+@pytest.mark.parametrize(
+    "ext, reason",
+    [
+        (ndarray_ext("|O", (1,), b"\0" * 8), "not allowed"),
+        (ndarray_ext(">i4", (1,), b"\0" * 4), "not allowed"),
+        (ndarray_ext("<f4", (3,), b"\0" * 8), "declares shape"),
+        # 10 GB declared, 8 bytes carried: refused before any allocation.
+        (ndarray_ext("<u1", (10 * 1024**3,), b"\0" * 8), "declares shape"),
+        (msgpack.ExtType(wire.EXT_NDARRAY, b"\x03"), "Truncated"),
+        (msgpack.ExtType(99, b""), "Unknown msgpack extension"),
+    ],
+)
+def test_msgpack_refuses_bad_arrays_with_a_reason(ext, reason):
+    frame = msgpack.packb({"type": "step", "data": {"action": ext}})
+    with pytest.raises(WireError, match=reason) as info:
+        wire.MsgpackCodec().decode(frame)
+    assert info.value.code is ErrorCode.INVALID_JSON
+
+
+def test_array_size_limit_is_checked():
+    codec = wire.MsgpackCodec(Limits(max_array_bytes=100))
+    frame = msgpack.packb({"v": ndarray_ext("<u1", (200,), b"\0" * 200)})
+    with pytest.raises(WireError, match="exceeds the limit"):
+        codec.decode(frame)
+
+
+@pytest.mark.parametrize("codec", [wire.JsonCodec(Limits(max_depth=8)), wire.MsgpackCodec(Limits(max_depth=8))])
+def test_nesting_depth_is_limited(codec):
+    deep: list = []
+    node = deep
+    for _ in range(20):
+        node.append([])
+        node = node[0]
+    frame = codec.encode({"type": "step", "data": {"action": deep}})
+    with pytest.raises(WireError, match="nesting"):
+        codec.decode(frame)
+
+
+def test_very_deep_json_is_an_error_not_a_crash():
+    with pytest.raises(WireError) as info:
+        wire.JsonCodec().decode("[" * 200_000 + "]" * 200_000)
+    assert info.value.code is ErrorCode.INVALID_JSON
+
+
+def test_container_length_and_frame_size_are_limited():
+    codec = wire.JsonCodec(Limits(max_container_len=10, max_frame_bytes=1000))
+    with pytest.raises(WireError, match="items exceeds"):
+        codec.decode(json.dumps(list(range(11))))
+    with pytest.raises(WireError, match="exceeds the limit of 1000 bytes"):
+        codec.decode(" " * 1001)
+
+
+def test_wrong_frame_kind_for_the_codec():
+    with pytest.raises(WireError, match="binary msgpack"):
+        wire.MsgpackCodec().decode('{"type":"state"}')
+    with pytest.raises(WireError, match="Invalid JSON"):
+        wire.JsonCodec().decode(b"\xff\xfe")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=512))
+def test_random_bytes_never_escape_as_other_exceptions(data):
+    for codec in (wire.MsgpackCodec(), wire.JsonCodec()):
+        try:
+            message = codec.decode(data)
+        except WireError as exc:
+            assert exc.code is ErrorCode.INVALID_JSON
+            continue
+        try:
+            wire.parse_client_message(message)
+        except WireError as exc:
+            assert exc.code in (ErrorCode.UNKNOWN_TYPE, ErrorCode.VALIDATION_ERROR)
+
+
+# -- messages ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "message, code, loc",
+    [
+        ({"data": {}}, ErrorCode.UNKNOWN_TYPE, None),
+        ({"type": "render_all"}, ErrorCode.UNKNOWN_TYPE, None),
+        ({"type": 3}, ErrorCode.UNKNOWN_TYPE, None),
+        ([1, 2], ErrorCode.VALIDATION_ERROR, []),
+        ({"type": "state", "data": {}}, ErrorCode.VALIDATION_ERROR, ["data"]),
+        ({"type": "step"}, ErrorCode.VALIDATION_ERROR, ["data"]),
+        ({"type": "step", "data": 5}, ErrorCode.VALIDATION_ERROR, ["data"]),
+        ({"type": "reset", "data": {}, "extra": 1}, ErrorCode.VALIDATION_ERROR, ["extra"]),
+    ],
+)
+def test_client_messages_are_validated_like_openenv(message, code, loc):
+    with pytest.raises(WireError) as info:
+        wire.parse_client_message(message)
+    assert info.value.code is code
+    if loc is not None:
+        assert info.value.extra["errors"][0]["loc"] == loc
+    frame = info.value.to_message()
+    assert frame["type"] == "error" and frame["data"]["code"] == code.value
+
+
+def test_unknown_type_message_matches_the_reference_server():
+    with pytest.raises(WireError) as info:
+        wire.parse_client_message({"data": {}})
+    assert info.value.message == "Unknown message type: "
+
+
+def test_valid_client_messages():
+    assert wire.parse_client_message({"type": "reset"}) == wire.ClientMessage("reset", {})
+    assert wire.parse_client_message({"type": "step", "data": {"action": 1}}).data == {"action": 1}
+    assert wire.parse_client_message({"type": "close"}).data is None
+
+
+def test_only_three_errors_close_the_connection():
+    assert wire.CLOSING_ERRORS == {
+        ErrorCode.CAPACITY_REACHED, ErrorCode.FACTORY_ERROR, ErrorCode.SESSION_ERROR
+    }
+
+
+# -- JSON type hints ---------------------------------------------------------
+
+
+def test_type_hints_restore_numpy_types_over_json():
+    info = {
+        "prob": 1.0,
+        "action_mask": np.array([1, 0, 1], dtype=np.int8),
+        "nested": {"t": (np.float32(0.25), 2), "plain": [1, 2]},
+        "count": np.int64(4),
+    }
+    hints = wire.type_hints(info)
+    plain = json.loads(wire.JsonCodec().encode(wire.jsonable(info)))
+    restored = wire.apply_type_hints(plain, json.loads(json.dumps(hints)))
+    assert restored["prob"] == 1.0 and type(restored["prob"]) is float
+    assert restored["action_mask"].dtype == np.int8
+    assert restored["nested"]["t"] == (np.float32(0.25), 2)
+    assert type(restored["nested"]["t"][0]) is np.float32
+    assert restored["nested"]["plain"] == [1, 2]
+    assert type(restored["count"]) is np.int64
+    assert wire.type_hints({"a": 1, "b": [1.0, "x"]}) is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.recursive(st.none() | st.integers() | st.text(), lambda c: st.lists(c) | st.dictionaries(st.text(), c)),
+       st.recursive(st.none() | st.integers() | st.text(), lambda c: st.lists(c) | st.dictionaries(st.text(), c)))
+def test_hostile_type_hints_never_break_decoding(value, hints):
+    wire.apply_type_hints(value, hints)
