@@ -53,7 +53,7 @@ class Fuzzer:
         if self.sock is None:
             self.sock = connect(self.url, compression=None, open_timeout=10,
                                 subprotocols=[MSGPACK_SUBPROTOCOL] if self.binary else None,
-                                max_size=None)
+                                max_size=None).__enter__()
             self.sock.send(self._encode({"type": "reset"}))
             self.sock.recv(timeout=10)
         return self.sock
