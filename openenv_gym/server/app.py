@@ -29,6 +29,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
+from ..vector_wire import VECTOR_PATH
 from ..wire import (
     CLOSING_ERRORS,
     SUBPROTOCOLS,
@@ -43,6 +44,7 @@ from ..wire import (
 from .mcp import PARSE_ERROR, handle_jsonrpc
 from .schema import metadata_document, openapi_document, schema_document
 from .session import EnvCaller, Execution, Session
+from .vector import VectorBackend, serve_vector
 from .source import EnvLike, EnvSource, resolve
 
 __all__ = ["create_app", "DEFAULT_MAX_SESSIONS", "DEFAULT_SESSION_TIMEOUT"]
@@ -74,6 +76,7 @@ class _Server:
         session_timeout: float | None,
         execution: Execution,
         limits: Limits,
+        vector_backend: VectorBackend = "sync",
     ) -> None:
         if max_sessions < 1:
             raise ValueError(f"max_sessions must be at least 1, not {max_sessions}")
@@ -83,6 +86,7 @@ class _Server:
         self.max_sessions = max_sessions
         self.session_timeout = session_timeout
         self.execution = execution
+        self.vector_backend = vector_backend
         self.limits = limits
         self.sessions: dict[str, tuple[Session, asyncio.Task]] = {}
         self._reaper: asyncio.Task | None = None
@@ -92,7 +96,10 @@ class _Server:
 
     # -- WebSocket sessions -------------------------------------------------
 
-    async def websocket(self, websocket: WebSocket) -> None:
+    async def accept(self, websocket: WebSocket):
+        """Accept a WebSocket with the best subprotocol offered; returns
+        ``(codec, chosen subprotocol, reply)`` where ``await reply(message)``
+        encodes and sends one message."""
         offered = websocket.scope.get("subprotocols") or []
         chosen = next((p for p in SUBPROTOCOLS if p in offered), None)
         await websocket.accept(subprotocol=chosen)
@@ -112,18 +119,34 @@ class _Server:
                 )
             await send({"type": "websocket.send", frame_key: frame})
 
-        if len(self.sessions) >= self.max_sessions:
-            active = len(self.sessions)
-            await reply(
-                error_message(
-                    ErrorCode.CAPACITY_REACHED,
-                    f"Server at capacity: {active}/{self.max_sessions} sessions active. "
-                    f"Cannot accept new connections.",
-                    active_sessions=active,
-                    max_sessions=self.max_sessions,
-                )
+        return codec, chosen, reply
+
+    def active_envs(self) -> int:
+        """Environments held now: one per ``/ws`` session, N per vector session."""
+        return sum(session.slots for session, _ in self.sessions.values())
+
+    async def refuse_if_full(self, websocket: WebSocket, reply, requested: int = 1) -> bool:
+        """Send CAPACITY_REACHED and close when ``requested`` more envs do not fit."""
+        active = self.active_envs()
+        if active + requested <= self.max_sessions:
+            return False
+        wanted = "" if requested == 1 else f" ({requested} requested)"
+        await reply(
+            error_message(
+                ErrorCode.CAPACITY_REACHED,
+                f"Server at capacity: {active}/{self.max_sessions} sessions active{wanted}. "
+                f"Cannot accept new connections.",
+                active_sessions=active,
+                max_sessions=self.max_sessions,
             )
-            await websocket.close(1000)
+        )
+        await websocket.close(1000)
+        return True
+
+    async def websocket(self, websocket: WebSocket) -> None:
+        codec, chosen, reply = await self.accept(websocket)
+        frame_key = "bytes" if codec.binary else "text"
+        if await self.refuse_if_full(websocket, reply):
             return
 
         session = Session(
@@ -177,6 +200,7 @@ class _Server:
                         f"(negotiate the subprotocol {SUBPROTOCOLS[0]!r} for msgpack)",
                     )
                 continue
+            message = None
             try:
                 message = parse_client_message(codec.decode(frame))
                 if message.type == "close":
@@ -186,6 +210,14 @@ class _Server:
                 if exc.code in CLOSING_ERRORS:
                     raise
                 answer = exc.to_message()
+            except Exception as exc:  # noqa: BLE001 - a bug must not take the server down
+                logger.exception("session %s failed", session.id)
+                raise WireError(
+                    ErrorCode.SESSION_ERROR,
+                    f"The server failed while handling "
+                    f"{repr(message.type) if message else 'a frame'}: "
+                    f"{type(exc).__name__}: {exc}",
+                ) from exc
             await reply(answer)
 
     # -- idle sessions ------------------------------------------------------
@@ -310,6 +342,7 @@ def create_app(
     session_timeout: float | None = DEFAULT_SESSION_TIMEOUT,
     execution: Execution = "auto",
     limits: Limits | None = None,
+    vector_backend: VectorBackend = "sync",
 ) -> Starlette:
     """Serve a Gymnasium environment as an OpenEnv server (an ASGI app).
 
@@ -337,6 +370,7 @@ def create_app(
         session_timeout=session_timeout,
         execution=execution,
         limits=limits or Limits(),
+        vector_backend=vector_backend,
     )
 
     def constant(response: Response):
@@ -347,6 +381,7 @@ def create_app(
 
     routes = [
         WebSocketRoute("/ws", server.websocket),
+        WebSocketRoute(VECTOR_PATH, lambda websocket: serve_vector(server, websocket)),
         WebSocketRoute("/mcp", server.mcp_ws),
         Route("/reset", server.http_reset, methods=["POST"]),
         Route("/step", server.http_step, methods=["POST"]),

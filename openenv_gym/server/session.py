@@ -148,6 +148,9 @@ class Session:
     steps may carry ``types`` for the action.
     """
 
+    #: Environments this session holds, counted against the server's ``max_sessions``.
+    slots = 1
+
     def __init__(
         self,
         source: EnvSource,
@@ -254,7 +257,7 @@ class Session:
             action = spaces.decode(space, apply_type_hints(data["action"], data.get("types")))
         except spaces.SpaceValueError as exc:
             raise _validation(["action"], str(exc), data["action"]) from exc
-        if not space.contains(action):
+        if not _contains(space, action):
             raise _validation(
                 ["action"], f"Action {_short(data['action'])} is not in the action space {space}",
                 data["action"],
@@ -328,6 +331,15 @@ class Session:
         if self.env is None:
             raise WireError(ErrorCode.SESSION_ERROR, "The session's environment is closed")
         return self.env
+
+
+def _contains(space: gym.Space, value: Any) -> bool:
+    """``space.contains`` that answers ``False`` where some Gymnasium versions
+    raise (an int too large for the space's dtype, for instance)."""
+    try:
+        return bool(space.contains(value))
+    except (TypeError, ValueError, OverflowError):
+        return False
 
 
 def _describe(exc: BaseException) -> str:
