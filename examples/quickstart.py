@@ -6,7 +6,9 @@
 2. Plays seeded episodes through ``RemoteEnv`` with msgpack frames and with JSON,
    and checks they match a local CartPole step for step.
 3. Plays one episode with the official ``openenv`` client, if it is installed.
-4. Prints a short summary.
+4. Plays a chess game against the embedded chess server of ``openenv/Chess-v0``
+   (random legal moves), if python-chess is installed.
+5. Prints a short summary.
 """
 
 from __future__ import annotations
@@ -68,7 +70,26 @@ def main() -> None:
                     result = client.step({"action": steps % 2})
                     steps += 1
                 print(f"official openenv GenericEnvClient: episode of {steps} steps, done={result.done}")
-    print("server stopped; all done")
+    play_chess()
+    print("servers stopped; all done")
+
+
+def play_chess() -> None:
+    """One game of random legal moves against the embedded chess server (random opponent)."""
+    try:
+        import chess  # noqa: F401
+    except ImportError:
+        print("chess: python-chess not installed (pip install 'openenv-gym[chess]') - skipped")
+        return
+    env = gym.make("openenv/Chess-v0", codec="raw")  # starts the built-in server in a child process
+    rng = np.random.default_rng(0)
+    obs, _ = env.reset(seed=0)
+    moves, terminated, truncated, reward = 0, False, False, 0.0
+    while not (terminated or truncated) and moves < 1000:
+        obs, reward, terminated, truncated, _ = env.step({"move": str(rng.choice(list(obs["legal_moves"])))})
+        moves += 1
+    env.close()  # stops the embedded server too
+    print(f"openenv/Chess-v0 (embedded server): {moves} moves as white, result {obs['result']}, reward {reward}")
 
 
 if __name__ == "__main__":

@@ -21,10 +21,16 @@ __version__ = "0.1.0"
 
 from . import errors, spaces, wire  # noqa: E402
 from .client import RemoteEnv  # noqa: E402
+from .client.vector import RemoteVectorEnv  # noqa: E402
+from .catalog import list_envs  # noqa: E402
 from .registration import register_envs  # noqa: E402
 
 __all__ = [
     "RemoteEnv",
+    "RemoteVectorEnv",
+    "list_envs",
+    "RemoteAECEnv",
+    "RemoteParallelEnv",
     "create_app",
     "serve",
     "local_server",
@@ -35,6 +41,8 @@ __all__ = [
 ]
 
 _SERVER_NAMES = ("create_app", "serve", "local_server")
+#: Need the optional [pettingzoo] extra.
+_MULTIAGENT_NAMES = ("RemoteAECEnv", "RemoteParallelEnv")
 
 
 def __getattr__(name: str) -> Any:
@@ -43,6 +51,10 @@ def __getattr__(name: str) -> Any:
         from . import server
 
         return getattr(server, name)
+    if name in _MULTIAGENT_NAMES:
+        from .client import multiagent
+
+        return getattr(multiagent, name)
     raise AttributeError(f"module 'openenv_gym' has no attribute {name!r}")
 
 

@@ -2,6 +2,8 @@
 
     $ openenv-gym serve CartPole-v1 --port 8000 --max-sessions 64
     $ openenv-gym serve mypackage.envs:make_env --env-kwargs '{"level": 3}'
+    $ openenv-gym serve pettingzoo.classic.connect_four_v3 --port 8001
+    $ openenv-gym list
 
 SIGINT and SIGTERM stop the server cleanly: open sessions get a close frame
 and their environments are closed.
@@ -15,6 +17,8 @@ import signal
 import sys
 from collections.abc import Sequence
 
+from .wire import Limits
+
 __all__ = ["main"]
 
 
@@ -27,10 +31,12 @@ def _parser() -> argparse.ArgumentParser:
     serve = commands.add_parser(
         "serve",
         help="serve an environment as an OpenEnv server",
-        description="Serve ENV (a Gymnasium id such as CartPole-v1, or module:factory) "
+        description="Serve ENV (a Gymnasium id such as CartPole-v1, module:factory, a "
+        "PettingZoo module such as pettingzoo.classic.connect_four_v3, or gym:ID for an id "
+        "of the old gym package) "
         "over OpenEnv's HTTP + WebSocket protocol.",
     )
-    serve.add_argument("env", metavar="ENV", help="Gymnasium id or module:factory")
+    serve.add_argument("env", metavar="ENV", help="Gymnasium id, module:factory, PettingZoo module or gym:ID")
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     serve.add_argument("--max-sessions", type=int, default=None, help="concurrent sessions allowed")
@@ -46,15 +52,75 @@ def _parser() -> argparse.ArgumentParser:
         "--env-kwargs", type=json.loads, default=None, metavar="JSON",
         help="keyword arguments for gym.make or the factory, as a JSON object",
     )
+    serve.add_argument(
+        "--step-timeout", type=float, default=None, metavar="SECONDS",
+        help="an env call taking longer gets EXECUTION_ERROR and a fresh env",
+    )
+    serve.add_argument(
+        "--token", default=None,
+        help="require 'Authorization: Bearer TOKEN' on every route but /health "
+        "(default: $OPENENV_GYM_TOKEN if set)",
+    )
+    serve.add_argument(
+        "--max-frame-bytes", type=int, default=None, metavar="BYTES",
+        help="largest incoming WebSocket frame (default 16 MiB)",
+    )
+    serve.add_argument(
+        "--ping-interval", type=_optional_seconds, default=20.0, metavar="SECONDS",
+        help="WebSocket keepalive ping interval, or 'none' (default 20)",
+    )
+    serve.add_argument(
+        "--ping-timeout", type=_optional_seconds, default=20.0, metavar="SECONDS",
+        help="drop a peer that does not answer a ping in time, or 'none' (default 20)",
+    )
+    serve.add_argument(
+        "--drain-timeout", type=float, default=30.0, metavar="SECONDS",
+        help="on SIGINT/SIGTERM, how long open sessions may finish their env call",
+    )
+    serve.add_argument(
+        "--log-format", choices=("text", "json"), default="text",
+        help="server log lines as text or as one JSON object per line",
+    )
+    commands.add_parser(
+        "list",
+        help="list the openenv/... catalog ids",
+        description="Every catalog id, its upstream OpenEnv env, and where its server comes from.",
+    )
     return parser
+
+
+def _list_envs() -> int:
+    from .catalog import list_envs
+
+    entries = list_envs()
+    width = max(len(entry.id) for entry in entries)
+    upstream = max(len(entry.upstream) for entry in entries)
+    for entry in entries:
+        print(f"{entry.id:<{width}}  {entry.upstream:<{upstream}}  {entry.server_source()}")
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "list":
+        return _list_envs()
     if args.command == "serve":
         from .server import serve
+        from .server.logs import configure_logging
 
-        app_kwargs: dict = {"execution": args.execution}
+        configure_logging(args.log_format)
+        app_kwargs: dict = {
+            "execution": args.execution,
+            "step_timeout": args.step_timeout,
+            "token": args.token,
+            "ping_interval": args.ping_interval,
+            "ping_timeout": args.ping_timeout,
+            "drain_timeout": args.drain_timeout,
+        }
+        if args.max_frame_bytes is not None:
+            app_kwargs["limits"] = Limits(
+                max_frame_bytes=args.max_frame_bytes, max_array_bytes=args.max_frame_bytes
+            )
         if args.max_sessions is not None:
             app_kwargs["max_sessions"] = args.max_sessions
         if args.session_timeout is not None:
@@ -71,6 +137,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"openenv-gym: serving {args.env} on http://{args.host}:{args.port}", flush=True)
         serve(args.env, host=args.host, port=args.port, **app_kwargs)
     return 0
+
+
+def _optional_seconds(text: str) -> float | None:
+    return None if text.lower() in ("none", "off", "0") else float(text)
 
 
 def _exit_quietly(signum: int, frame: object) -> None:

@@ -292,8 +292,15 @@ class Codec:
             )
 
 
-def _check_shape(value: Any, limits: Limits) -> None:
-    """Reject nesting deeper than ``limits.max_depth`` (iteratively, no recursion)."""
+def _check_shape(value: Any, limits: Limits, frame_size: int) -> None:
+    """Reject nesting deeper than ``limits.max_depth`` and containers longer than
+    ``limits.max_container_len`` (iteratively, no recursion).
+
+    Every nesting level and every item costs at least one byte of frame, so
+    frames no longer than both limits are skipped without a walk.
+    """
+    if frame_size <= min(limits.max_depth, limits.max_container_len):
+        return
     stack = [(value, 1)]
     max_depth = limits.max_depth
     while stack:
@@ -326,13 +333,23 @@ class JsonCodec(Codec):
     binary = False
     subprotocol = None
 
-    _encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=None)
+    _encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+    _ascii_encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True)
 
     def encode(self, message: Any) -> str:
         try:
-            return self._encoder.encode(message)
+            text = self._encoder.encode(message)
         except TypeError:
-            return self._encoder.encode(jsonable(message))
+            message = jsonable(message)
+            text = self._encoder.encode(message)
+        if not text.isascii():
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError:
+                # Lone surrogates (echoed from a hostile frame's "\ud800", say)
+                # cannot travel as UTF-8 text: escape them as JSON allows.
+                text = self._ascii_encoder.encode(message)
+        return text
 
     def decode(self, frame: Frame) -> Any:
         self._check_size(frame)
@@ -350,7 +367,7 @@ class JsonCodec(Codec):
             ) from None
         except ValueError as exc:
             raise WireError(ErrorCode.INVALID_JSON, f"Invalid JSON: {exc}") from None
-        _check_shape(message, self.limits)
+        _check_shape(message, self.limits, len(frame))
         return message
 
 
@@ -497,7 +514,7 @@ class MsgpackCodec(Codec):
                 "Text frame on a msgpack session: send binary msgpack frames",
             )
         message = self._unpack(frame)
-        _check_shape(message, self.limits)
+        _check_shape(message, self.limits, len(frame))
         return message
 
 

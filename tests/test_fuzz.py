@@ -27,7 +27,8 @@ CODES = {code.value for code in ErrorCode}
 FRAME_LIMIT = 256 * 1024
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | st.floats(allow_nan=False) | st.text(max_size=20),
+    st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | st.floats(allow_nan=False) | st.text(max_size=20)
+    | st.sampled_from(["\ud800", "a\udfff\ud800", "\x00", "\u2028"]),  # lone surrogates, NUL
     lambda children: st.lists(children, max_size=5) | st.dictionaries(st.text(max_size=8), children, max_size=5),
     max_leaves=30,
 )
@@ -152,7 +153,7 @@ def test_random_messages(fuzz_url, healthy_session, binary):
     @FUZZ
     @given(messages)
     def run(message):
-        fuzzer.send_frame(msgpack.packb(message) if binary else json.dumps(message))
+        fuzzer.send_frame(msgpack.packb(message, unicode_errors="surrogatepass") if binary else json.dumps(message))
 
     run()
     fuzzer.close()

@@ -56,6 +56,7 @@ def test_every_error_code_and_whether_the_session_survives(cartpole_url):
             (json.dumps({"type": "state", "data": {}}), "VALIDATION_ERROR"),
             (json.dumps({"type": "step", "data": {"action": 5}}), "VALIDATION_ERROR"),
             (json.dumps({"type": "step", "data": {"action": [1]}}), "VALIDATION_ERROR"),
+            (json.dumps({"type": "step", "data": {"action": -3.6e217}}), "VALIDATION_ERROR"),
             (json.dumps({"type": "step", "data": {"act": 1}}), "VALIDATION_ERROR"),
             (json.dumps({"type": "reset", "data": {"seed": -3}}), "VALIDATION_ERROR"),
             (json.dumps({"type": "reset", "data": {"seed": "x"}}), "VALIDATION_ERROR"),
@@ -226,7 +227,9 @@ def test_mcp_over_websocket_session(cartpole_url):
 
 
 def test_http_routes(cartpole_url):
-    assert http(cartpole_url, "/health") == (200, {"status": "healthy"})
+    status, health = http(cartpole_url, "/health")
+    assert status == 200 and health["status"] == "healthy"
+    assert health["max_sessions"] == 256 and health["available_sessions"] <= 256
     status, meta = http(cartpole_url, "/metadata")
     assert status == 200 and meta["name"] == "CartPole-v1" and isinstance(meta["description"], str)
     status, schema = http(cartpole_url, "/schema")
@@ -309,3 +312,30 @@ def test_cli_rejects_unknown_env():
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode != 0
     assert "NoSuchEnv" in proc.stderr
+
+
+def test_env_caller_promotes_fast_calls_and_demotes_slow_ones():
+    import asyncio
+
+    from openenv_gym.server.session import EnvCaller
+
+    async def scenario():
+        caller = EnvCaller("auto", inline_threshold=0.01, promote_after=4)
+        for _ in range(4):
+            await caller(lambda: None)
+        assert caller.inline
+        await caller(time.sleep, 0.02)  # one slow call inline: back to the thread
+        assert not caller.inline and caller.promote_after == 8
+        for _ in range(7):
+            await caller(lambda: None)
+        assert not caller.inline
+        await caller(lambda: None)
+        assert caller.inline  # fast again: inline again, after twice as many calls
+        caller.shutdown()
+        strict = EnvCaller("thread")
+        for _ in range(50):
+            await strict(lambda: None)
+        assert not strict.inline
+        strict.shutdown()
+
+    asyncio.run(scenario())

@@ -226,3 +226,14 @@ def test_type_hints_restore_numpy_types_over_json():
        st.recursive(st.none() | st.integers() | st.text(), lambda c: st.lists(c) | st.dictionaries(st.text(), c)))
 def test_hostile_type_hints_never_break_decoding(value, hints):
     wire.apply_type_hints(value, hints)
+
+
+def test_lone_surrogates_echoed_in_errors_still_make_valid_utf8_frames():
+    codec = wire.JsonCodec()
+    message = codec.decode('{"type": "\\ud800x"}')
+    with pytest.raises(WireError) as info:
+        wire.parse_client_message(message)
+    frame = codec.encode(info.value.to_message())
+    frame.encode("utf-8")  # what the transport does
+    assert json.loads(frame)["data"]["code"] == "UNKNOWN_TYPE"
+    assert codec.encode({"text": "héllo"}) == '{"text":"héllo"}'  # plain Unicode stays as is

@@ -17,14 +17,16 @@ non-empty observation ``metadata`` appears as ``info["metadata"]``.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
 import gymnasium as gym
 
-from ..errors import OpenEnvGymError
+from ..errors import CapacityReachedError, OpenEnvGymError
 from .connection import get_json, http_url
 from .contract import Contract, contract_from_schema, decode_frame
+from .retry import LOST_REASON, RECONNECTED, RECOVERABLE, Reconnect
 from .session import Encoding, RemoteSession
 
 __all__ = ["RemoteEnv"]
@@ -49,9 +51,20 @@ class RemoteEnv(gym.Env):
             (``None`` turns them off, for tunnels that drop pings).
         compression: ``"deflate"`` to offer permessage-deflate (JSON over slow
             links); off by default.
+        token: sent as ``Authorization: Bearer <token>`` (servers started
+            with ``--token``).
+        reconnect: recover lost connections (``True`` for the default
+            :class:`~openenv_gym.client.retry.Reconnect` policy). A step whose
+            connection is lost then ends the episode with ``truncated=True``,
+            the last observation and ``info["openenv_gym.reconnected"] = True``;
+            the next ``reset`` runs on a new connection. CAPACITY_REACHED is
+            retried with backoff too. Off by default: errors are raised.
 
     Server error frames raise :class:`~openenv_gym.errors.RemoteError`
-    subclasses carrying the server's code and message.
+    subclasses carrying the server's code and message; a lost connection
+    raises :class:`~openenv_gym.errors.ConnectionClosedError` and a server that
+    does not answer within ``message_timeout``
+    :class:`~openenv_gym.errors.MessageTimeoutError`.
     """
 
     metadata: dict[str, Any] = {"render_modes": []}
@@ -71,9 +84,16 @@ class RemoteEnv(gym.Env):
         ping_interval: float | None = 20.0,
         ping_timeout: float | None = 20.0,
         compression: str | None = None,
+        token: str | None = None,
+        reconnect: Reconnect | bool | None = None,
     ) -> None:
         self.base_url = http_url(base_url)
         self._session: RemoteSession | None = None
+        self._closed = False
+        headers = dict(headers or {})
+        if token is not None:
+            headers["Authorization"] = f"Bearer {token}"
+        self.reconnect = Reconnect() if reconnect is True else (reconnect or None)
         schema = get_json(f"{self.base_url}/schema", headers=headers, timeout=connect_timeout)
         if not isinstance(schema, dict):
             raise OpenEnvGymError(f"{self.base_url}/schema did not return a JSON object")
@@ -85,7 +105,8 @@ class RemoteEnv(gym.Env):
         self.render_mode = self.contract.render_mode if self.contract.extended else render_mode
         self.metadata = {**self.contract.env_metadata}
         self.metadata["render_modes"] = [self.render_mode] if self.render_mode else []
-        self._session = RemoteSession(
+        self._connect = functools.partial(
+            RemoteSession,
             self.base_url,
             encoding=encoding,
             headers=headers,
@@ -95,6 +116,11 @@ class RemoteEnv(gym.Env):
             ping_interval=ping_interval,
             ping_timeout=ping_timeout,
             compression=compression,
+        )
+        self._last_obs: Any = None
+        self._lost: BaseException | None = None
+        self._session = (
+            self._connect() if self.reconnect is None else self.reconnect.call(self._connect)
         )
 
     @property
@@ -115,7 +141,29 @@ class RemoteEnv(gym.Env):
         data: dict[str, Any] = dict(options or {})
         if seed is not None:
             data["seed"] = int(seed)
-        step = self.contract.step(self._live().request({"type": "reset", "data": data}))
+        message = {"type": "reset", "data": data}
+        lost, self._lost = self._lost, None
+
+        def attempt() -> dict:
+            if self._session is None or self._session.connection.closed:
+                self._session = self._connect()
+            try:
+                return self._session.request(message)
+            except (*RECOVERABLE, CapacityReachedError):
+                self._session.close()  # a timed-out connection is out of step: drop it
+                self._session = None
+                raise
+
+        if self.reconnect is None:
+            reply = self._live().request(message)
+        else:
+            self._live_or_closed()
+            reply = self.reconnect.call(attempt)
+        step = self.contract.step(reply)
+        self._last_obs = step.obs
+        if lost is not None:
+            step.info[RECONNECTED] = True
+            step.info[LOST_REASON] = str(lost)
         return step.obs, step.info
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
@@ -123,7 +171,18 @@ class RemoteEnv(gym.Env):
         data = self.contract.action_data(
             action, arrays=session.binary, hints=session.extended and not session.binary
         )
-        step = self.contract.step(session.request({"type": "step", "data": data}))
+        try:
+            step = self.contract.step(session.request({"type": "step", "data": data}))
+        except RECOVERABLE as exc:
+            if self.reconnect is None:
+                raise
+            # The episode is gone with its connection: end it here, flagged;
+            # the next reset opens a new connection.
+            session.close()
+            self._session, self._lost = None, exc
+            info = {RECONNECTED: True, LOST_REASON: str(exc)}
+            return self._last_obs, 0.0, False, True, info
+        self._last_obs = step.obs
         return step.obs, step.reward, step.terminated, step.truncated, step.info
 
     def state(self) -> dict[str, Any]:
@@ -143,13 +202,21 @@ class RemoteEnv(gym.Env):
     def close(self) -> None:
         """Tell the server to end the session and close the connection (idempotent)."""
         session, self._session = self._session, None
+        self._closed = True
         if session is not None:
             session.close()
         super().close()
 
-    def _live(self) -> RemoteSession:
-        if self._session is None:
+    def _live_or_closed(self) -> None:
+        if self._closed:
             raise OpenEnvGymError("this RemoteEnv is closed; create a new one to reconnect")
+
+    def _live(self) -> RemoteSession:
+        self._live_or_closed()
+        if self._session is None:
+            raise OpenEnvGymError(
+                "this RemoteEnv lost its connection; call reset() to start a new episode"
+            )
         return self._session
 
     def __repr__(self) -> str:

@@ -14,7 +14,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from ..errors import ConnectionClosedError, ProtocolMismatchError, RemoteError, remote_error
+from ..errors import (
+    ConnectionClosedError,
+    MessageTimeoutError,
+    ProtocolMismatchError,
+    RemoteError,
+    remote_error,
+)
 from ..wire import (
     CLOSING_ERRORS,
     JSON_SUBPROTOCOL,
@@ -59,10 +65,11 @@ class RemoteSession:
         ping_interval: float | None = 20.0,
         ping_timeout: float | None = 20.0,
         compression: str | None = None,
+        path: str = "/ws",
     ) -> None:
         if encoding not in _OFFERS:
             raise ValueError(f"encoding must be 'auto', 'json' or 'msgpack', not {encoding!r}")
-        self.url = ws_url(base_url)
+        self.url = ws_url(base_url, path)
         self.message_timeout = message_timeout
         self.connection = Connection.open(
             self.url,
@@ -105,7 +112,13 @@ class RemoteSession:
         self.connection.send(self.codec.encode(message))
 
     def receive(self) -> dict:
-        frame = self.connection.recv(self.message_timeout)
+        try:
+            frame = self.connection.recv(self.message_timeout)
+        except MessageTimeoutError:
+            # The reply may still come and would then answer the next request:
+            # a timed-out connection is out of step, so it is dropped.
+            self.connection.close(timeout=0.1)
+            raise
         try:
             reply = parse_server_message(self.codec.decode(frame))
         except WireError as exc:

@@ -21,11 +21,13 @@ import contextlib
 import json
 import logging
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
@@ -41,8 +43,12 @@ from ..wire import (
     error_message,
     parse_client_message,
 )
+from .auth import TokenAuth, token_from_env
 from .mcp import PARSE_ERROR, handle_jsonrpc
+from .metrics import Metrics
 from .schema import metadata_document, openapi_document, schema_document
+from .multiagent import AGENTS_PATH, Opponent, serve_agents
+from .fields import FieldsSession
 from .session import EnvCaller, Execution, Session
 from .vector import VectorBackend, serve_vector
 from .source import EnvLike, EnvSource, resolve
@@ -77,18 +83,25 @@ class _Server:
         execution: Execution,
         limits: Limits,
         vector_backend: VectorBackend = "sync",
+        step_timeout: float | None = None,
     ) -> None:
         if max_sessions < 1:
             raise ValueError(f"max_sessions must be at least 1, not {max_sessions}")
         if session_timeout is not None and session_timeout <= 0:
             raise ValueError(f"session_timeout must be positive or None, not {session_timeout}")
         self.source = source
+        #: What serves one ``/ws`` connection.
+        self.session_type: type[Session] = FieldsSession if source.fields is not None else Session
         self.max_sessions = max_sessions
         self.session_timeout = session_timeout
         self.execution = execution
         self.vector_backend = vector_backend
+        self.step_timeout = step_timeout
+        self.env_caller()  # checks the combination now
         self.limits = limits
         self.sessions: dict[str, tuple[Session, asyncio.Task]] = {}
+        self.draining = False
+        self.metrics = Metrics()
         self._reaper: asyncio.Task | None = None
         self.schema = _json(schema_document(source))
         self.metadata = _json(metadata_document(source))
@@ -107,7 +120,11 @@ class _Server:
         send = websocket.send
         frame_key = "bytes" if codec.binary else "text"
 
+        metrics = self.metrics
+
         async def reply(message: dict) -> None:
+            if message["type"] == "error":
+                metrics.errors[message["data"].get("code", "?")] += 1
             try:
                 frame = codec.encode(message)
             except Exception as exc:  # noqa: BLE001 - an unencodable reply is an env error
@@ -120,6 +137,10 @@ class _Server:
             await send({"type": "websocket.send", frame_key: frame})
 
         return codec, chosen, reply
+
+    def env_caller(self) -> EnvCaller:
+        """How one session runs its env calls (execution mode and step timeout)."""
+        return EnvCaller(self.execution, timeout=self.step_timeout)
 
     def active_envs(self) -> int:
         """Environments held now: one per ``/ws`` session, N per vector session."""
@@ -143,45 +164,67 @@ class _Server:
         await websocket.close(1000)
         return True
 
-    async def websocket(self, websocket: WebSocket) -> None:
+    async def websocket(self, websocket: WebSocket, make_session: type[Session] | None = None) -> None:
         codec, chosen, reply = await self.accept(websocket)
         frame_key = "bytes" if codec.binary else "text"
         if await self.refuse_if_full(websocket, reply):
             return
 
-        session = Session(
+        session = (make_session or self.session_type)(
             self.source,
             arrays=codec.binary,
             extended=chosen is not None,
-            caller=EnvCaller(self.execution),
+            caller=self.env_caller(),
         )
-        task = asyncio.current_task()
-        assert task is not None
-        self.sessions[session.id] = (session, task)
-        self._start_reaper()
-        reaped = False
-        try:
+        async with self.hosting(websocket, session, reply):
             await session.start()
             await self._serve(websocket, session, codec, reply, frame_key)
+
+    @contextlib.asynccontextmanager
+    async def hosting(self, websocket: WebSocket, session: Any, reply) -> AsyncIterator[None]:
+        """Hold ``session`` in the server for the life of its connection.
+
+        Registers it (for capacity, the idle reaper and shutdown), answers a
+        protocol error that ends the session with its error frame, turns a
+        stop by the server (idle timeout, shutdown) into a SESSION_ERROR frame
+        saying why, and always closes the env and then the socket.
+        """
+        task = asyncio.current_task()
+        assert task is not None
+        session.stop_reason = None
+        session.busy = False
+        self.sessions[session.id] = (session, task)
+        self.metrics.sessions_total += 1
+        self._start_reaper()
+        client = websocket.scope.get("client")
+        peer = f"{client[0]}:{client[1]}" if client else "?"
+        logger.info(
+            "session_open id=%s kind=%s peer=%s encoding=%s active=%d",
+            session.id, type(session).__name__, peer,
+            "msgpack" if session.arrays else "json", self.active_envs(),
+        )
+        try:
+            yield
         except WireError as exc:
             await _quietly(reply(exc.to_message()))
         except asyncio.CancelledError:
-            if not session.reaped:
+            if session.stop_reason is None:
                 raise
-            reaped = True
+        except Exception as exc:  # noqa: BLE001 - a bug must not take the server down
+            logger.exception("session_failed id=%s", session.id)
+            await _quietly(
+                reply(error_message(ErrorCode.SESSION_ERROR, f"The server failed: {type(exc).__name__}: {exc}"))
+            )
         finally:
             self.sessions.pop(session.id, None)
             await session.close()
-            if reaped:
-                await _quietly(
-                    reply(
-                        error_message(
-                            ErrorCode.SESSION_ERROR,
-                            f"Session closed after {self.session_timeout} s without a message",
-                        )
-                    )
-                )
-            await _quietly(websocket.close(1000))
+            if session.stop_reason is not None:
+                await _quietly(reply(error_message(ErrorCode.SESSION_ERROR, session.stop_reason)))
+            await _quietly(websocket.close(1001 if self.draining else 1000))
+            logger.info(
+                "session_close id=%s reason=%s active=%d", session.id,
+                "server" if session.stop_reason else "client", self.active_envs(),
+            )
 
     async def _serve(self, websocket, session, codec, reply, frame_key) -> None:
         receive = websocket.receive
@@ -205,20 +248,29 @@ class _Server:
                 message = parse_client_message(codec.decode(frame))
                 if message.type == "close":
                     return
+                session.busy = True
+                self.metrics.messages[message.type] += 1
+                started = time.perf_counter()
                 answer = await session.handle(message)
+                if message.type == "step":
+                    self.metrics.observe_step(time.perf_counter() - started)
             except WireError as exc:
                 if exc.code in CLOSING_ERRORS:
                     raise
                 answer = exc.to_message()
             except Exception as exc:  # noqa: BLE001 - a bug must not take the server down
-                logger.exception("session %s failed", session.id)
+                logger.exception("session_failed id=%s", session.id)
                 raise WireError(
                     ErrorCode.SESSION_ERROR,
                     f"The server failed while handling "
                     f"{repr(message.type) if message else 'a frame'}: "
                     f"{type(exc).__name__}: {exc}",
                 ) from exc
+            finally:
+                session.busy = False
             await reply(answer)
+            if session.stop_reason is not None:  # the server is draining
+                return
 
     # -- idle sessions ------------------------------------------------------
 
@@ -235,14 +287,36 @@ class _Server:
             now = time.monotonic()
             for session, task in list(self.sessions.values()):
                 if now - session.last_activity > timeout and not task.done():
-                    session.reaped = True
+                    session.stop_reason = f"Session closed after {timeout} s without a message"
                     task.cancel()
+
+    # -- shutdown -----------------------------------------------------------
+
+    async def drain(self, timeout: float) -> None:
+        """Stop taking sessions and end the open ones gracefully.
+
+        A session waiting for a message is closed at once; one in the middle
+        of an env call finishes it and sends the reply first. Each gets a
+        SESSION_ERROR frame saying the server is shutting down, then close
+        code 1001. Returns when all are gone or after ``timeout`` seconds.
+        """
+        self.draining = True
+        reason = "The server is shutting down; reconnect to another server or later"
+        for session, task in list(self.sessions.values()):
+            session.stop_reason = reason
+            if not session.busy and not task.done():
+                task.cancel()
+        deadline = time.monotonic() + timeout
+        while self.sessions and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        if self.sessions:
+            logger.warning("drain_timeout sessions_left=%d", len(self.sessions))
 
     # -- HTTP ---------------------------------------------------------------
 
     async def _http_session(self, kind: str, data: dict | None, *, reset: dict | None = None):
         """Run one message on a throwaway session, like OpenEnv's stateless HTTP routes."""
-        session = Session(self.source, arrays=False, caller=EnvCaller("thread"))
+        session = self.session_type(self.source, arrays=False, caller=EnvCaller("thread"))
         try:
             await session.start()
             if reset is not None:
@@ -290,7 +364,26 @@ class _Server:
         )
 
     async def health(self, request: Request) -> Response:
-        return JSONResponse({"status": "healthy"})
+        """Readiness, with capacity: ``status`` stays ``"healthy"`` while the
+        server takes sessions (the OpenEnv validator wants exactly that) and is
+        ``"draining"`` (HTTP 503) while it shuts down."""
+        active = self.active_envs()
+        return _json(
+            {
+                "status": "draining" if self.draining else "healthy",
+                "active_sessions": active,
+                "max_sessions": self.max_sessions,
+                "available_sessions": max(self.max_sessions - active, 0),
+            },
+            503 if self.draining else 200,
+        )
+
+    async def metrics_endpoint(self, request: Request) -> Response:
+        text = self.metrics.render(
+            sessions_active=self.active_envs(), max_sessions=self.max_sessions,
+            draining=self.draining,
+        )
+        return Response(text, media_type="text/plain; version=0.0.4")
 
     async def mcp_http(self, request: Request) -> Response:
         raw = await request.body()
@@ -342,7 +435,10 @@ def create_app(
     session_timeout: float | None = DEFAULT_SESSION_TIMEOUT,
     execution: Execution = "auto",
     limits: Limits | None = None,
+    step_timeout: float | None = None,
+    token: str | None = None,
     vector_backend: VectorBackend = "sync",
+    opponent: Opponent | None = None,
 ) -> Starlette:
     """Serve a Gymnasium environment as an OpenEnv server (an ASGI app).
 
@@ -359,11 +455,33 @@ def create_app(
         limits: frame, array and nesting limits for incoming messages. Run
             the app with uvicorn's ``ws_max_size`` equal to
             ``limits.max_frame_bytes`` (:func:`~openenv_gym.serve` does).
+        step_timeout: seconds an env call (reset, step, render) may take; a
+            call that hangs longer gets EXECUTION_ERROR and its session a fresh
+            environment (other sessions are unaffected). Env calls then always
+            run on the session's worker thread. ``None``: no limit.
+        token: require ``Authorization: Bearer <token>`` on every route but
+            ``/health`` (see :mod:`openenv_gym.server.auth`). ``None`` reads
+            the ``OPENENV_GYM_TOKEN`` environment variable; no token there
+            means no authentication.
+        vector_backend: what hosts the envs of a batched vector session on
+            ``WS /vector`` (see :mod:`openenv_gym.server.vector`): ``"sync"``, a
+            ``SyncVectorEnv`` in this process, or ``"async"``, an
+            ``AsyncVectorEnv`` with one worker process per sub-env (for slow
+            envs on a many-core server). A vector session of N envs takes N of
+            the ``max_sessions`` slots.
+        opponent: for PettingZoo envs, the policy playing the other seats of a
+            ``/ws`` session (a callable taking a
+            :class:`~openenv_gym.server.multiagent.Turn`; default
+            :func:`~openenv_gym.server.multiagent.random_opponent`).
 
     The environment is built once here to read its spaces, so a broken factory
     fails now rather than in the first session.
     """
     source = resolve(env, **(env_kwargs or {}))
+    if opponent is not None:
+        if source.multiagent is None:
+            raise TypeError("opponent= applies to PettingZoo environments only")
+        source.multiagent.opponent = opponent
     server = _Server(
         source,
         max_sessions=max_sessions,
@@ -371,6 +489,7 @@ def create_app(
         execution=execution,
         limits=limits or Limits(),
         vector_backend=vector_backend,
+        step_timeout=step_timeout,
     )
 
     def constant(response: Response):
@@ -387,11 +506,16 @@ def create_app(
         Route("/step", server.http_step, methods=["POST"]),
         Route("/state", server.http_state, methods=["GET"]),
         Route("/health", server.health, methods=["GET"]),
+        Route("/metrics", server.metrics_endpoint, methods=["GET"]),
         Route("/schema", constant(server.schema), methods=["GET"]),
         Route("/metadata", constant(server.metadata), methods=["GET"]),
         Route("/openapi.json", constant(server.openapi), methods=["GET"]),
         Route("/mcp", server.mcp_http, methods=["POST"]),
     ]
-    app = Starlette(routes=routes)
+    if source.multiagent is not None:
+        routes.append(WebSocketRoute(AGENTS_PATH, lambda websocket: serve_agents(server, websocket)))
+    token = token if token is not None else token_from_env()
+    middleware = [Middleware(TokenAuth, token=token)] if token else []
+    app = Starlette(routes=routes, middleware=middleware)
     app.state.openenv_gym = server
     return app

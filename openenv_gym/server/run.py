@@ -21,19 +21,31 @@ from ..wire import Limits
 from .app import create_app
 from .source import EnvLike
 
-__all__ = ["serve", "local_server", "uvicorn_config"]
+__all__ = ["serve", "local_server", "uvicorn_config", "GracefulServer"]
 
 
-def uvicorn_config(app: Any, *, host: str, port: int, limits: Limits | None, **uvicorn_kwargs: Any) -> uvicorn.Config:
+def uvicorn_config(
+    app: Any,
+    *,
+    host: str,
+    port: int,
+    limits: Limits | None,
+    ping_interval: float | None = 20.0,
+    ping_timeout: float | None = 20.0,
+    **uvicorn_kwargs: Any,
+) -> uvicorn.Config:
     """The uvicorn configuration openenv-gym servers run with.
 
-    The frame limit follows ``limits.max_frame_bytes``; access logs are off
-    (one line per HTTP request drowns real problems); keepalive pings stay at
-    uvicorn's defaults (20 s interval, 20 s timeout).
+    The frame limit follows ``limits.max_frame_bytes``; keepalive pings every
+    ``ping_interval`` seconds, dropping a peer that does not answer within
+    ``ping_timeout`` (``None`` turns them off, for tunnels that drop pings);
+    access logs are off (one line per HTTP request drowns real problems).
     """
     limits = limits or Limits()
     options: dict[str, Any] = {
         "ws_max_size": limits.max_frame_bytes,
+        "ws_ping_interval": ping_interval,
+        "ws_ping_timeout": ping_timeout,
         "access_log": False,
         "log_level": "warning",
         "lifespan": "off",
@@ -42,25 +54,54 @@ def uvicorn_config(app: Any, *, host: str, port: int, limits: Limits | None, **u
     return uvicorn.Config(app, host=host, port=port, **options)
 
 
+class GracefulServer(uvicorn.Server):
+    """uvicorn, draining openenv-gym sessions before it closes connections.
+
+    On SIGINT or SIGTERM (or ``should_exit``), sessions in the middle of an
+    env call finish it and send the reply, every session gets a
+    SESSION_ERROR frame saying the server is shutting down and close code
+    1001, and only then does uvicorn close what is left.
+    """
+
+    def __init__(self, config: uvicorn.Config, *, drain_timeout: float = 30.0) -> None:
+        super().__init__(config)
+        self.drain_timeout = drain_timeout
+
+    async def shutdown(self, sockets: Any = None) -> None:
+        state = getattr(getattr(self.config.app, "state", None), "openenv_gym", None)
+        if state is not None:
+            for server in self.servers:  # refuse new connections while draining
+                server.close()
+            await state.drain(self.drain_timeout)
+        await super().shutdown(sockets)
+
+
 def serve(
     env: EnvLike,
     *,
     host: str = "127.0.0.1",
     port: int = 8000,
     limits: Limits | None = None,
+    ping_interval: float | None = 20.0,
+    ping_timeout: float | None = 20.0,
+    drain_timeout: float = 30.0,
     uvicorn_kwargs: dict[str, Any] | None = None,
     **app_kwargs: Any,
 ) -> None:
-    """Serve ``env`` until interrupted (SIGINT or SIGTERM shut it down cleanly).
+    """Serve ``env`` until interrupted; SIGINT and SIGTERM drain it gracefully.
 
     Binds 127.0.0.1 unless ``host`` says otherwise. ``app_kwargs`` go to
     :func:`~openenv_gym.create_app` (``env_kwargs``, ``max_sessions``,
-    ``session_timeout``, ``execution``).
+    ``session_timeout``, ``step_timeout``, ``execution``, ``token``, ...).
+    On shutdown, sessions get up to ``drain_timeout`` seconds to finish the
+    env call they are in (see :class:`GracefulServer`).
     """
     app = create_app(env, limits=limits, **app_kwargs)
-    uvicorn.Server(
-        uvicorn_config(app, host=host, port=port, limits=limits, **(uvicorn_kwargs or {}))
-    ).run()
+    config = uvicorn_config(
+        app, host=host, port=port, limits=limits, ping_interval=ping_interval,
+        ping_timeout=ping_timeout, **(uvicorn_kwargs or {}),
+    )
+    GracefulServer(config, drain_timeout=drain_timeout).run()
 
 
 def _free_port(host: str) -> int:
@@ -69,7 +110,7 @@ def _free_port(host: str) -> int:
         return sock.getsockname()[1]
 
 
-class _BackgroundServer(uvicorn.Server):
+class _BackgroundServer(GracefulServer):
     def install_signal_handlers(self) -> None:  # the main thread keeps its handlers
         pass
 
@@ -94,7 +135,8 @@ def local_server(
     app = create_app(env, limits=limits, **app_kwargs)
     port = port or _free_port(host)
     server = _BackgroundServer(
-        uvicorn_config(app, host=host, port=port, limits=limits, **(uvicorn_kwargs or {}))
+        uvicorn_config(app, host=host, port=port, limits=limits, **(uvicorn_kwargs or {})),
+        drain_timeout=5.0,
     )
     thread = threading.Thread(target=server.run, name=f"openenv-gym server :{port}", daemon=True)
     thread.start()

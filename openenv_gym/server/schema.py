@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import __version__, spaces
+from ..vector_wire import VECTOR_PATH, VECTOR_VERSION
 from ..wire import SUBPROTOCOLS, jsonable
 from .source import EnvSource
 
@@ -47,6 +48,7 @@ def _observation_schema(source: EnvSource, title: str) -> dict:
             "done": {"type": "boolean", "default": False},
             "reward": {"anyOf": [{"type": "number"}, {"type": "null"}], "default": None},
             "metadata": {"type": "object", "additionalProperties": True},
+            **source.extra_fields,
         },
         "required": ["obs", "terminated", "truncated", "info"],
     }
@@ -54,6 +56,8 @@ def _observation_schema(source: EnvSource, title: str) -> dict:
 
 def schema_document(source: EnvSource) -> dict:
     """The ``/schema`` response: ``action``, ``observation``, ``reset_observation``, ``state``."""
+    if source.fields is not None:  # an env with OpenEnv's own schemas publishes them as they are
+        return source.fields.schema_document()
     observation = _observation_schema(source, "GymObservation")
     return {
         "action": {
@@ -88,6 +92,8 @@ def schema_document(source: EnvSource) -> dict:
             "render_mode": source.render_mode,
             "metadata": jsonable(source.env_metadata),
             "max_episode_steps": source.max_episode_steps,
+            **({"multiagent": source.multiagent.describe()} if source.multiagent else {}),
+            "vector": {"path": VECTOR_PATH, "version": VECTOR_VERSION},
         },
     }
 

@@ -39,7 +39,7 @@ from ..wire import (
 from .mcp import handle_jsonrpc
 from .source import EnvSource
 
-__all__ = ["Session", "EnvCaller", "Execution"]
+__all__ = ["Session", "EnvCaller", "EnvCallTimeout", "Execution"]
 
 #: How environment calls are run: ``"thread"`` always on the session's own
 #: worker thread; ``"inline"`` always on the event loop (fastest, but a slow
@@ -49,31 +49,53 @@ __all__ = ["Session", "EnvCaller", "Execution"]
 Execution = Literal["auto", "thread", "inline"]
 
 
+#: The longest run of fast calls an often-demoted session needs to run inline again.
+MAX_PROMOTE_AFTER = 4096
+
+
 class EnvCaller:
     """Runs one session's env calls inline or on its own worker thread.
 
     In ``"auto"`` mode a session starts on its thread; after ``promote_after``
     consecutive calls that each took less than ``inline_threshold`` seconds it
     runs inline, and the first call slower than that sends it back to its
-    thread for the rest of the session. Thread-bound envs (GUI toolkits,
-    browser automation) should use ``"thread"``, which keeps every call on
-    one thread.
+    thread. Each demotion doubles the run of fast calls needed to come back
+    (up to :data:`MAX_PROMOTE_AFTER`), so a genuinely slow env stays on its
+    thread while a fast env that was merely preempted on a busy machine
+    returns inline. A fast env that suddenly turns slow stalls the event loop
+    for that one call. Thread-bound envs (GUI toolkits, browser automation)
+    should use ``"thread"``, which keeps every call on one thread.
+
+    With a ``timeout``, every call runs on the thread (a hung call inline
+    could not be timed out) and one that takes longer raises
+    :class:`EnvCallTimeout`; the hung thread is abandoned and the next call
+    gets a fresh one.
     """
 
     def __init__(
         self,
         execution: Execution = "auto",
         *,
+        timeout: float | None = None,
         inline_threshold: float = 0.002,
         promote_after: int = 16,
     ) -> None:
         if execution not in ("auto", "thread", "inline"):
             raise ValueError(f"execution must be 'auto', 'thread' or 'inline', not {execution!r}")
+        if timeout is not None:
+            if timeout <= 0:
+                raise ValueError(f"the step timeout must be positive, not {timeout}")
+            if execution == "inline":
+                raise ValueError(
+                    "a step timeout needs env calls on a worker thread: use execution='auto' "
+                    "or 'thread' with it"
+                )
+            execution = "thread"
+        self.timeout = timeout
         self.execution = execution
         self.inline_threshold = inline_threshold
         self.promote_after = promote_after
         self._inline = execution == "inline"
-        self._demoted = False
         self._fast_calls = 0
         self._executor: ThreadPoolExecutor | None = None
 
@@ -89,15 +111,25 @@ class EnvCaller:
             finally:
                 if self.execution == "auto" and time.perf_counter() - start > self.inline_threshold:
                     self._inline = False
-                    self._demoted = True
+                    self._fast_calls = 0
+                    self.promote_after = min(self.promote_after * 2, MAX_PROMOTE_AFTER)
         if self._executor is None:
             self._executor = ThreadPoolExecutor(1, thread_name_prefix="openenv-gym-session")
         timed = _Timed(fn, args, kwargs)
         loop = asyncio.get_running_loop()
         try:
-            return await loop.run_in_executor(self._executor, timed)
+            future = loop.run_in_executor(self._executor, timed)
+            if self.timeout is None:
+                return await future
+            try:
+                return await asyncio.wait_for(future, self.timeout)
+            except asyncio.TimeoutError:
+                self.shutdown()  # the hung thread is left behind; the next call gets a new one
+                raise EnvCallTimeout(
+                    f"{getattr(fn, '__name__', 'the call')} took longer than {self.timeout} s"
+                ) from None
         finally:
-            if self.execution == "auto" and not self._demoted:
+            if self.execution == "auto":
                 if timed.elapsed is not None and timed.elapsed < self.inline_threshold:
                     self._fast_calls += 1
                     if self._fast_calls >= self.promote_after:
@@ -109,6 +141,10 @@ class EnvCaller:
         if self._executor is not None:
             self._executor.shutdown(wait=False, cancel_futures=True)
             self._executor = None
+
+
+class EnvCallTimeout(TimeoutError):
+    """An env call ran past the :class:`EnvCaller`'s timeout."""
 
 
 class _Timed:
@@ -169,13 +205,14 @@ class Session:
         self.step_count = 0
         self.seed: int | None = None
         self.last_activity = time.monotonic()
-        self.reaped = False
         self._reset_done = False
+        #: Builds the session's environment (subclasses serve other kinds of env).
+        self.build: Callable[[], Any] = source.make
 
     async def start(self) -> None:
         """Build the environment; failures become FACTORY_ERROR."""
         try:
-            self.env = await self.call(self.source.make)
+            self.env = await self.call(self.build)
         except Exception as exc:  # noqa: BLE001 - any factory failure is reported
             raise WireError(
                 ErrorCode.FACTORY_ERROR,
@@ -195,7 +232,7 @@ class Session:
 
     async def handle(self, message: ClientMessage) -> dict:
         """The reply to one validated message (never called for ``close``)."""
-        self.last_activity = time.monotonic()
+        self.touch()
         kind = message.type
         if kind == "step":
             return await self._step(message.data)
@@ -219,7 +256,12 @@ class Session:
 
     # -- reset / step -------------------------------------------------------
 
-    async def _reset(self, data: dict) -> dict:
+    def touch(self) -> None:
+        """Note activity (idle sessions are closed by the server's reaper)."""
+        self.last_activity = time.monotonic()
+
+    def reset_arguments(self, data: dict) -> tuple[int | None, str | None, dict | None]:
+        """``seed``, ``episode_id`` and Gymnasium ``options`` (every other key) of reset data."""
         seed = data.get("seed")
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))):
             raise _validation(["seed"], "Input should be a valid integer or null", seed, "int_type")
@@ -233,25 +275,60 @@ class Session:
                 ["episode_id"], "Input should be a string of at most 255 characters", episode_id
             )
         options = {k: v for k, v in data.items() if k not in ("seed", "episode_id")} or None
-        seed = None if seed is None else int(seed)
-        env = self._env()
-        try:
-            obs, info = await self.call(env.reset, seed=seed, options=options)
-        except Exception as exc:  # noqa: BLE001 - env errors go back to the client
-            raise WireError(ErrorCode.EXECUTION_ERROR, _describe(exc)) from exc
+        return (None if seed is None else int(seed)), episode_id, options
+
+    def begin_episode(self, seed: int | None, episode_id: str | None) -> None:
+        """Start the episode bookkeeping after a successful reset."""
         self.episode_id = episode_id or str(uuid.uuid4())
         self.step_count = 0
         self.seed = seed
         self._reset_done = True
-        return self._observation(obs, None, False, False, info)
 
-    async def _step(self, data: dict) -> dict:
-        allowed = _EXTENDED_STEP_KEYS if self.extended else _STEP_KEYS
+    def require_episode(self) -> None:
+        if not self._reset_done:
+            raise WireError(
+                ErrorCode.EXECUTION_ERROR, "Call reset before step: this session has no episode yet"
+            )
+
+    def check_keys(self, data: dict, required: set[str]) -> None:
+        """Step data must hold ``required`` and nothing but them, ``metadata`` and (from
+        openenv-gym peers) ``types``."""
+        allowed = required | (_EXTENDED_STEP_KEYS if self.extended else _STEP_KEYS) - {"action"}
         for key in data:
             if key not in allowed:
                 raise _validation([key], "Extra inputs are not permitted", data[key], "extra_forbidden")
-        if "action" not in data:
-            raise _validation(["action"], "Field required", data, "missing")
+        for key in sorted(required):
+            if key not in data:
+                raise _validation([key], "Field required", data, "missing")
+
+    async def run(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Call the env; what it raises goes back to the client as EXECUTION_ERROR.
+
+        A call past the step timeout recycles the session: the hung env is
+        abandoned (it cannot be closed while it hangs), a fresh one is built,
+        and the client must reset.
+        """
+        try:
+            return await self.call(fn, *args, **kwargs)
+        except EnvCallTimeout as exc:
+            self.env, self._reset_done = None, False
+            await self.start()
+            raise WireError(
+                ErrorCode.EXECUTION_ERROR,
+                f"The environment hung: {exc}. This session now has a fresh environment; "
+                f"call reset to start a new episode",
+            ) from exc
+        except Exception as exc:  # noqa: BLE001 - env errors go back to the client
+            raise WireError(ErrorCode.EXECUTION_ERROR, _describe(exc)) from exc
+
+    async def _reset(self, data: dict) -> dict:
+        seed, episode_id, options = self.reset_arguments(data)
+        obs, info = await self.run(self._env().reset, seed=seed, options=options)
+        self.begin_episode(seed, episode_id)
+        return self._observation(obs, None, False, False, info)
+
+    async def _step(self, data: dict) -> dict:
+        self.check_keys(data, {"action"})
         space = self.source.action_space
         try:
             action = spaces.decode(space, apply_type_hints(data["action"], data.get("types")))
@@ -262,15 +339,8 @@ class Session:
                 ["action"], f"Action {_short(data['action'])} is not in the action space {space}",
                 data["action"],
             )
-        if not self._reset_done:
-            raise WireError(
-                ErrorCode.EXECUTION_ERROR, "Call reset before step: this session has no episode yet"
-            )
-        env = self._env()
-        try:
-            obs, reward, terminated, truncated, info = await self.call(env.step, action)
-        except Exception as exc:  # noqa: BLE001
-            raise WireError(ErrorCode.EXECUTION_ERROR, _describe(exc)) from exc
+        self.require_episode()
+        obs, reward, terminated, truncated, info = await self.run(self._env().step, action)
         self.step_count += 1
         return self._observation(obs, reward, terminated, truncated, info)
 
@@ -293,6 +363,8 @@ class Session:
             "truncated": truncated,
             "info": info if self.arrays else jsonable(info),
         }
+        if self.source.extra_values is not None:
+            fields.update(self.source.extra_values(self._env()))
         if self.extended:
             types = {}
             if not self.arrays:
@@ -312,10 +384,7 @@ class Session:
 
     async def _render(self) -> dict:
         env = self._env()
-        try:
-            frame = await self.call(env.render)
-        except Exception as exc:  # noqa: BLE001
-            raise WireError(ErrorCode.EXECUTION_ERROR, _describe(exc)) from exc
+        frame = await self.run(env.render)
         data: dict = {"render_mode": self.source.render_mode, "frame": None}
         if isinstance(frame, np.ndarray):
             data["dtype"] = frame.dtype.str
@@ -335,7 +404,10 @@ class Session:
 
 def _contains(space: gym.Space, value: Any) -> bool:
     """``space.contains`` that answers ``False`` where some Gymnasium versions
-    raise (an int too large for the space's dtype, for instance)."""
+    raise (an int too large for the space's dtype, for instance), with a fast
+    path for the commonest action of all, a Python int in a ``Discrete``."""
+    if type(value) is int and type(space) is gym.spaces.Discrete:
+        return int(space.start) <= value < int(space.start) + int(space.n)
     try:
         return bool(space.contains(value))
     except (TypeError, ValueError, OverflowError):

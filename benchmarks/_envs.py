@@ -1,0 +1,56 @@
+"""Environments used only by the benchmarks.
+
+``RandomImageEnv``: an Atari-sized observation without Atari: Box(0, 255,
+(84, 84, 4), uint8) filled with fresh random pixels on every reset and step
+(incompressible, the worst case for any compression), Discrete(4) actions,
+episodes of exactly 1000 steps (``truncated`` on the last one), reward 1.0 per
+step. Stepping costs a few microseconds, so a benchmark measures transport and
+serialization, not the env.
+
+Served by openenv-gym as ``_envs:make_image_env`` (with this directory on
+``PYTHONPATH``), and wrapped by ``_official_env.py`` for the official stack.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+IMAGE_SHAPE = (84, 84, 4)
+IMAGE_EPISODE_STEPS = 1000
+
+
+class RandomImageEnv(gym.Env):
+    """84x84x4 uint8 random-pixel observations, Discrete(4), 1000-step episodes."""
+
+    metadata: dict[str, Any] = {"render_modes": []}
+
+    def __init__(self, shape: tuple[int, int, int] = IMAGE_SHAPE,
+                 episode_steps: int = IMAGE_EPISODE_STEPS) -> None:
+        self.shape = tuple(int(n) for n in shape)
+        self.episode_steps = int(episode_steps)
+        self.observation_space = gym.spaces.Box(0, 255, self.shape, np.uint8)
+        self.action_space = gym.spaces.Discrete(4)
+        self._nbytes = int(np.prod(self.shape))
+        self._t = 0
+
+    def _frame(self) -> np.ndarray:
+        # rng.bytes + frombuffer: ~3x cheaper than rng.integers for uint8 noise.
+        return np.frombuffer(self.np_random.bytes(self._nbytes), np.uint8).reshape(self.shape)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        self._t = 0
+        return self._frame(), {}
+
+    def step(self, action: Any):
+        self._t += 1
+        truncated = self._t >= self.episode_steps
+        return self._frame(), 1.0, False, truncated, {}
+
+
+def make_image_env(**kwargs: Any) -> RandomImageEnv:
+    """Factory for ``openenv-gym serve _envs:make_image_env``."""
+    return RandomImageEnv(**kwargs)

@@ -1,0 +1,110 @@
+"""Gymnasium envs served by the *official* OpenEnv stack (the comparison anchor).
+
+Written the way a typical OpenEnv env is: pydantic ``Action`` / ``Observation``
+models, an ``Environment`` subclass with synchronous ``reset`` / ``step`` (so the
+server runs them on its per-session executor thread), observations as JSON
+lists, served by ``openenv.core.env_server.create_app`` under uvicorn:
+
+    python -m uvicorn --app-dir benchmarks --factory _official_env:cartpole_app --port 8001
+    python -m uvicorn --app-dir benchmarks --factory _official_env:image_app --port 8002
+
+``cartpole_app``: gymnasium ``CartPole-v1``; observation ``{"obs": [4 floats]}``.
+``image_app``: ``_envs.RandomImageEnv`` (84x84x4 uint8); observation
+``{"pixels": [[[int]*4]*84]*84]}``, a nested list, OpenEnv's usual way to ship an image.
+Both: action ``{"action": int}``, ``done = terminated or truncated``, float reward.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, List, Optional
+
+import gymnasium as gym
+from openenv.core.env_server import create_app
+from openenv.core.env_server.interfaces import Environment
+from openenv.core.env_server.types import Action, Observation, State
+from pydantic import Field
+
+from _envs import RandomImageEnv
+
+MAX_CONCURRENT_ENVS = 8
+
+
+class CartPoleAction(Action):
+    action: int = Field(ge=0, le=1, description="0 = push left, 1 = push right")
+
+
+class CartPoleObservation(Observation):
+    obs: List[float] = Field(description="cart position, cart velocity, pole angle, pole angular velocity")
+
+
+class ImageAction(Action):
+    action: int = Field(ge=0, le=3)
+
+
+class ImageObservation(Observation):
+    pixels: List[List[List[int]]] = Field(description="84x84x4 uint8 frame as nested lists")
+
+
+class _GymEnvironment(Environment):
+    """An OpenEnv Environment running one gymnasium env (sync reset/step)."""
+
+    SUPPORTS_CONCURRENT_SESSIONS = True
+    observation_cls: type = Observation
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._env = self._make()
+        self._state = State(episode_id=None, step_count=0)
+
+    def _make(self) -> gym.Env:
+        raise NotImplementedError
+
+    def _observation(self, obs: Any, reward: Optional[float], done: bool) -> Observation:
+        raise NotImplementedError
+
+    def reset(self, seed: Optional[int] = None, episode_id: Optional[str] = None,
+              **kwargs: Any) -> Observation:
+        obs, _info = self._env.reset(seed=seed)
+        self._state = State(episode_id=episode_id or str(uuid.uuid4()), step_count=0)
+        return self._observation(obs, None, False)
+
+    def step(self, action: Action, timeout_s: Optional[float] = None, **kwargs: Any) -> Observation:
+        obs, reward, terminated, truncated, _info = self._env.step(action.action)
+        self._state.step_count += 1
+        return self._observation(obs, float(reward), bool(terminated or truncated))
+
+    @property
+    def state(self) -> State:
+        return self._state
+
+    def close(self) -> None:
+        self._env.close()
+
+
+class CartPoleEnvironment(_GymEnvironment):
+    def _make(self) -> gym.Env:
+        return gym.make("CartPole-v1")
+
+    def _observation(self, obs: Any, reward: Optional[float], done: bool) -> Observation:
+        return CartPoleObservation(obs=obs.tolist(), reward=reward, done=done)
+
+
+class ImageEnvironment(_GymEnvironment):
+    def _make(self) -> gym.Env:
+        return RandomImageEnv()
+
+    def _observation(self, obs: Any, reward: Optional[float], done: bool) -> Observation:
+        return ImageObservation(pixels=obs.tolist(), reward=reward, done=done)
+
+
+def cartpole_app():
+    """uvicorn ``--factory`` target: the official server for CartPole-v1."""
+    return create_app(CartPoleEnvironment, CartPoleAction, CartPoleObservation,
+                      env_name="cartpole_bench", max_concurrent_envs=MAX_CONCURRENT_ENVS)
+
+
+def image_app():
+    """uvicorn ``--factory`` target: the official server for the 84x84x4 image env."""
+    return create_app(ImageEnvironment, ImageAction, ImageObservation,
+                      env_name="image84_bench", max_concurrent_envs=MAX_CONCURRENT_ENVS)

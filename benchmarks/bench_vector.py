@@ -1,0 +1,341 @@
+#!/usr/bin/env python
+"""Vector throughput: RemoteVectorEnv vs Gymnasium's vector envs vs the official client.
+
+    python benchmarks/bench_vector.py            # 3 reps x 1.5 s windows, ~8 min
+    python benchmarks/bench_vector.py --quick    # 1 rep x 0.6 s windows, ~3 min
+
+Env-steps/s for N = 1, 8, 32, 64, side by side in one run (reps interleaved),
+every server and every client in its own process on 127.0.0.1, stopped by PID:
+
+- ``RemoteVectorEnv`` batched (msgpack) and sessions (msgpack, JSON) against
+  ``openenv-gym serve``;
+- Gymnasium ``SyncVectorEnv`` and ``AsyncVectorEnv`` (shared memory) in the
+  client process;
+- the official ``openenv`` client: N ``GenericEnvClient`` sessions stepped
+  concurrently (one asyncio loop) against ``openenv``'s own ``create_app``.
+
+For CartPole-v1 and an 84x84x4 uint8 random-pixel env (``_envs.RandomImageEnv``).
+Writes ``benchmarks/results/vector.json``, ``docs/benchmarks_vector.png`` and the
+``vector`` section of ``docs/benchmarks.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as _dt
+import os
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+
+import _harness as H  # noqa: E402
+
+RESULTS_PATH = HERE / "results" / "vector.json"
+LOG_DIR = HERE / "results" / "logs"
+DOC_PATH = ROOT / "docs" / "benchmarks.md"
+PLOT_PATH = ROOT / "docs" / "benchmarks_vector.png"
+DOC_TAG = "vector"
+DOC_INTRO = "# Benchmarks\n"
+NS = (1, 8, 32, 64)
+KINDS = {
+    "batched": "RemoteVectorEnv batched (msgpack)",
+    "sessions_msgpack": "RemoteVectorEnv sessions (msgpack)",
+    "sessions_json": "RemoteVectorEnv sessions (JSON)",
+    "sync": "gymnasium SyncVectorEnv (in-process)",
+    "async": "gymnasium AsyncVectorEnv (shared memory)",
+    "official": "official openenv client, N sessions",
+}
+ENVS = {"cartpole": "CartPole-v1", "image": "84x84x4 uint8 random pixels"}
+PACKAGES = ["gymnasium", "numpy", "websockets", "msgpack", "uvicorn", "starlette", "openenv", "openenv-gym"]
+N_ACTIONS = 1024
+
+
+# ---------------------------------------------------------- worker clients ----
+
+def _make_env(env: str) -> Any:
+    import gymnasium as gym
+
+    from _envs import RandomImageEnv
+
+    return gym.make("CartPole-v1") if env == "cartpole" else RandomImageEnv()
+
+
+class VecClient:
+    """A vector env in the worker process; one ``step(i)`` is one vector step."""
+
+    def __init__(self, kind: str, env: str, num_envs: int, base_url: str | None = None) -> None:
+        self.kind, self.env, self.num_envs, self.base_url = kind, env, num_envs, base_url
+        self.envs: Any = None
+
+    def open(self) -> dict:
+        import gymnasium as gym
+
+        if self.kind in ("sync", "async"):
+            cls = gym.vector.SyncVectorEnv if self.kind == "sync" else gym.vector.AsyncVectorEnv
+            self.envs = cls([lambda: _make_env(self.env)] * self.num_envs)
+        else:
+            import openenv_gym
+
+            mode, _, encoding = self.kind.partition("_")
+            self.envs = openenv_gym.RemoteVectorEnv(self.base_url, self.num_envs, mode=mode,
+                                                    encoding=encoding or "msgpack", message_timeout=30)
+        self.envs.reset(seed=0)
+        self.envs.action_space.seed(0)
+        self.actions = [self.envs.action_space.sample() for _ in range(N_ACTIONS)]
+        return {"obs": str(self.envs.observation_space)[:80]}
+
+    def step(self, i: int) -> int:
+        self.envs.step(self.actions[i % N_ACTIONS])
+        return 1
+
+    def close(self) -> None:
+        if self.envs is not None:
+            self.envs.close()
+            self.envs = None
+
+
+class OfficialClient:
+    """N ``openenv.GenericEnvClient`` sessions stepped concurrently on one event loop."""
+
+    def __init__(self, base_url: str, num_envs: int, n_actions: int) -> None:
+        self.base_url, self.num_envs, self.n_actions = base_url, num_envs, n_actions
+        self.loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(self.loop)  # the official client looks the loop up itself
+        self.clients: list = []
+
+    def open(self) -> dict:
+        import numpy as np
+        from openenv import GenericEnvClient
+
+        async def connect() -> None:
+            for _ in range(self.num_envs):
+                client = GenericEnvClient(base_url=self.base_url, message_timeout_s=30)
+                await client.connect()
+                self.clients.append(client)
+            await asyncio.gather(*(c.reset(seed=k) for k, c in enumerate(self.clients)))
+
+        self.loop.run_until_complete(connect())
+        self.actions = np.random.default_rng(0).integers(0, self.n_actions, (N_ACTIONS, self.num_envs)).tolist()
+        return {}
+
+    def step(self, i: int) -> int:
+        actions = self.actions[i % N_ACTIONS]
+
+        async def one(client: Any, action: int) -> None:
+            result = await client.step({"action": action})
+            if result.done:
+                await client.reset()
+
+        self.loop.run_until_complete(asyncio.gather(*(one(c, a) for c, a in zip(self.clients, actions))))
+        return 1
+
+    def close(self) -> None:
+        async def close_all() -> None:
+            await asyncio.gather(*(c.close() for c in self.clients), return_exceptions=True)
+
+        self.loop.run_until_complete(close_all())
+        self.clients = []
+        self.loop.close()
+
+
+def official_cartpole_app():
+    """uvicorn ``--factory``: the official server for CartPole-v1, room for 64 sessions."""
+    from openenv.core.env_server import create_app
+
+    import _official_env as O
+
+    return create_app(O.CartPoleEnvironment, O.CartPoleAction, O.CartPoleObservation,
+                      env_name="cartpole_bench", max_concurrent_envs=max(NS))
+
+
+def official_image_app():
+    """uvicorn ``--factory``: the official server for the image env, room for 64 sessions."""
+    from openenv.core.env_server import create_app
+
+    import _official_env as O
+
+    return create_app(O.ImageEnvironment, O.ImageAction, O.ImageObservation,
+                      env_name="image84_bench", max_concurrent_envs=max(NS))
+
+
+# ------------------------------------------------------------------- main ----
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="1 rep x 0.6 s windows")
+    p.add_argument("--reps", type=int, default=None)
+    p.add_argument("--window", type=float, default=None, help="seconds per timed window")
+    p.add_argument("--envs", default="cartpole,image")
+    p.add_argument("--timeout", type=float, default=1800.0, help="global timeout, seconds")
+    p.add_argument("--no-doc", action="store_true", help="do not rewrite docs/benchmarks.md")
+    args = p.parse_args(argv)
+    args.reps = args.reps or (1 if args.quick else 3)
+    args.window = args.window or (0.6 if args.quick else 1.5)
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    started = _dt.datetime.now().astimezone()
+    t0 = time.perf_counter()
+    command = " ".join(["python", "benchmarks/bench_vector.py",
+                        *map(shlex.quote, sys.argv[1:] if argv is None else argv)])
+    machine = H.machine_info(PACKAGES)
+    H.progress(f"bench_vector: {args.reps} reps x {args.window} s; machine: {H.format_machine(machine)}")
+    envs = [e for e in args.envs.split(",") if e in ENVS]
+    py_env = dict(os.environ)
+    py_env["PYTHONPATH"] = os.pathsep.join([str(HERE)] + ([py_env["PYTHONPATH"]] if py_env.get("PYTHONPATH") else []))
+    serve = [str(Path(sys.executable).with_name("openenv-gym")), "serve"]
+    uvicorn = [sys.executable, "-m", "uvicorn", "--app-dir", str(HERE), "--host", "127.0.0.1",
+               "--log-level", "warning", "--no-access-log", "--factory"]
+    server_argv = {
+        "ours/cartpole": lambda p: serve + ["CartPole-v1", "--port", str(p), "--max-sessions", "256"],
+        "ours/image": lambda p: serve + ["_envs:make_image_env", "--port", str(p), "--max-sessions", "256"],
+        "official/cartpole": lambda p: uvicorn + ["--port", str(p), "bench_vector:official_cartpole_app"],
+        "official/image": lambda p: uvicorn + ["--port", str(p), "bench_vector:official_image_app"],
+    }
+    configs = [(env, kind, n) for env in envs for n in NS for kind in KINDS]
+    processes = H.ProcessSet()
+    servers: dict[str, H.Server] = {}
+    results: dict[str, list] = {f"{e}/{k}/{n}": [] for e, k, n in configs}
+    errors: dict[str, str] = {}
+    incomplete = None
+    try:
+        with H.GlobalTimeout(args.timeout, processes):
+            for key, fn in server_argv.items():
+                if key.split("/")[1] not in envs:
+                    continue
+                servers[key] = processes.add(H.Server(key, fn, ready="http:/health", env=py_env, cwd=ROOT,
+                                                      log_path=LOG_DIR / f"vector-{key.replace('/', '-')}.log")).start()
+            for key, srv in servers.items():
+                if not srv.wait_ready(60):
+                    raise RuntimeError(f"server {key} failed: {srv.error}")
+            worker = processes.add(H.ClientWorker("vector", log_path=LOG_DIR / "vector-client.log")).start()
+            total = sum(1 for _ in H.interleaved(configs, args.reps))
+            for k, (rep, (env, kind, n)) in enumerate(H.interleaved(configs, args.reps)):
+                name = f"{env}/{kind}/{n}"
+                if name in errors:
+                    continue
+                srv_key = f"{'official' if kind == 'official' else 'ours'}/{env}"
+                srv = servers[srv_key]
+                if kind == "official":
+                    client, params = "bench_vector:OfficialClient", {
+                        "base_url": srv.base_url, "num_envs": n, "n_actions": 2 if env == "cartpole" else 4}
+                else:
+                    client, params = "bench_vector:VecClient", {"kind": kind, "env": env, "num_envs": n,
+                                                                "base_url": srv.base_url}
+                try:
+                    worker.request({"op": "open", "client": client, "params": params,
+                                    "server_pid": None if kind in ("sync", "async") else srv.pid}, timeout=120)
+                    reply = worker.request({"op": "window", "window_s": args.window, "max_iters": 10 ** 6,
+                                            "warmup_s": 0.2, "warmup_iters": 50}, timeout=args.window + 120)
+                    worker.request({"op": "close"}, timeout=60)
+                except H.WorkerError as exc:
+                    errors[name] = str(exc).strip().splitlines()[-1]
+                    H.progress(f"[{k + 1}/{total}] {name}: FAILED {errors[name]}")
+                    if not worker.alive():
+                        worker = processes.add(H.ClientWorker("vector", log_path=LOG_DIR / "vector-client.log")).start()
+                    continue
+                rate = reply["result"]["steps_per_s"] * n
+                results[name].append(rate)
+                H.progress(f"[{k + 1}/{total}] rep {rep + 1} {name:28s} {H.fmt(rate):>9s} env-steps/s")
+    except H.GlobalTimeoutError as exc:
+        incomplete = str(exc)
+    finally:
+        processes.stop_all()
+
+    summary = {name: H.summarize(v) for name, v in results.items()}
+    data = {"command": command, "started": started.isoformat(), "duration_s": time.perf_counter() - t0,
+            "machine": machine, "reps": args.reps, "window_s": args.window, "env_steps_per_s": results,
+            "summary": summary, "errors": errors, "incomplete": incomplete}
+    H.write_json(RESULTS_PATH, data)
+    text = render(data, envs)
+    print("\n" + text)
+    plot(data, envs)
+    if not args.no_doc and not incomplete:
+        H.update_markdown_section(DOC_PATH, DOC_TAG, text, DOC_INTRO)
+        H.progress(f"rewrote the '{DOC_TAG}' section of {DOC_PATH.relative_to(ROOT)}")
+    return 1 if incomplete else 0
+
+
+def _median(data: dict, name: str) -> float | None:
+    return (data["summary"].get(name) or {}).get("median")
+
+
+def _ratio(data: dict, a: str, b: str) -> str:
+    x, y = _median(data, a), _median(data, b)
+    return f"{x / y:.2f}x" if x and y else "-"
+
+
+def render(data: dict, envs: list[str]) -> str:
+    lines = [
+        "## Vector envs: env-steps/s against N",
+        "",
+        f"Command: `{data['command']}` ({data['reps']} reps x {data['window_s']} s windows, reps interleaved; "
+        f"median [min–max]). Machine: {H.format_machine(data['machine'])}. Started {data['started'][:19]}.",
+        "",
+        "Every client in its own process, every server another process on 127.0.0.1: client and server share "
+        "the machine's cores. Sync/AsyncVectorEnv run in the client process (no network).",
+        "",
+        f"![env-steps/s against N]({PLOT_PATH.name})",
+        "",
+    ]
+    for env in envs:
+        lines += [f"### {ENVS[env]}", "", "| client | " + " | ".join(f"N={n}" for n in NS) + " |",
+                  "|---|" + "---|" * len(NS)]
+        for kind, label in KINDS.items():
+            cells = [data["errors"].get(f"{env}/{kind}/{n}") and "failed" or H.fmt_mmm(data["summary"][f"{env}/{kind}/{n}"])
+                     for n in NS]
+            lines.append(f"| {label} | " + " | ".join(cells) + " |")
+        lines.append("")
+    targets = [
+        ("CartPole batched N=64 / AsyncVectorEnv N=64", "cartpole/batched/64", "cartpole/async/64", 5.0),
+        ("CartPole batched N=64 / official client, 64 sessions", "cartpole/batched/64", "cartpole/official/64", 20.0),
+        ("CartPole batched N=64 / SyncVectorEnv N=64", "cartpole/batched/64", "cartpole/sync/64", 0.5),
+        ("image batched N=8 / AsyncVectorEnv N=8", "image/batched/8", "image/async/8", 1.0),
+    ]
+    lines += ["### Targets (ratios of medians, this run)", "", "| ratio | target | measured | met |", "|---|---|---|---|"]
+    for label, a, b, target in targets:
+        x, y = _median(data, a), _median(data, b)
+        met = "-" if not (x and y) else ("yes" if x / y >= target else "**no**")
+        lines.append(f"| {label} | >= {target}x | {_ratio(data, a, b)} | {met} |")
+    if data["errors"]:
+        lines += ["", "Failed configs: " + "; ".join(f"`{k}`: {v}" for k, v in data["errors"].items())]
+    return "\n".join(lines) + "\n"
+
+
+def plot(data: dict, envs: list[str]) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        H.progress("matplotlib not installed: no plot (pip install 'openenv-gym[bench]')")
+        return
+    fig, axes = plt.subplots(1, len(envs), figsize=(6 * len(envs), 4.5), squeeze=False)
+    for ax, env in zip(axes[0], envs):
+        for kind, label in KINDS.items():
+            ys = [_median(data, f"{env}/{kind}/{n}") for n in NS]
+            pts = [(n, y) for n, y in zip(NS, ys) if y]
+            if pts:
+                ax.plot(*zip(*pts), marker="o", label=label)
+        ax.set(xscale="log", yscale="log", xlabel="N (sub-envs)", ylabel="env-steps/s", title=ENVS[env])
+        ax.set_xticks(NS, [str(n) for n in NS])
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0][0].legend(fontsize=8)
+    fig.tight_layout()
+    PLOT_PATH.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(PLOT_PATH, dpi=110)
+    H.progress(f"wrote {PLOT_PATH.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

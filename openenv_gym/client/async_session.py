@@ -1,0 +1,147 @@
+"""An OpenEnv WebSocket session on asyncio, for clients that drive many at once.
+
+:class:`AsyncSession` is the asyncio sibling of
+:class:`~openenv_gym.client.session.RemoteSession`: the same subprotocol
+offers (msgpack, then openenv-gym JSON; a stock server selects none, which
+means plain JSON), the same codecs from :mod:`openenv_gym.wire`, and server
+error frames raised as :class:`~openenv_gym.errors.RemoteError` subclasses.
+It speaks to ``/ws`` (one env) or to ``/vector`` (a batched vector env).
+
+    >>> async def main(url):                                      # doctest: +SKIP
+    ...     session = await AsyncSession.open(url)
+    ...     data = await session.request({"type": "reset", "data": {"seed": 0}})
+    ...     await session.close()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import urllib.parse
+from collections.abc import Mapping
+from typing import Any
+
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed, InvalidHandshake
+
+from ..errors import (
+    ConnectionClosedError,
+    MessageTimeoutError,
+    ProtocolMismatchError,
+    RemoteError,
+    remote_error,
+)
+from ..wire import CLOSING_ERRORS, MSGPACK_SUBPROTOCOL, ErrorCode, Limits, WireError, codec_for, parse_server_message
+from .connection import _is_loopback, ws_url
+from .session import _OFFERS, Encoding
+
+__all__ = ["AsyncSession"]
+
+_HAS_PROXY_OPTION = "proxy" in inspect.signature(connect.__init__).parameters
+
+
+class AsyncSession:
+    """One OpenEnv WebSocket session on the running event loop.
+
+    Open it with :meth:`open`; ``request`` sends a message and returns the
+    ``data`` of the reply. ``extended`` is ``True`` for openenv-gym servers.
+    """
+
+    def __init__(self, websocket: ClientConnection, url: str, codec: Any, message_timeout: float | None) -> None:
+        self.websocket = websocket
+        self.url = url
+        self.codec = codec
+        self.message_timeout = message_timeout
+        self.extended = websocket.subprotocol is not None
+
+    @property
+    def binary(self) -> bool:
+        return self.codec.binary
+
+    @classmethod
+    async def open(
+        cls,
+        base_url: str,
+        *,
+        path: str = "/ws",
+        encoding: Encoding = "auto",
+        headers: Mapping[str, str] | None = None,
+        connect_timeout: float | None = 10.0,
+        message_timeout: float | None = 60.0,
+        max_message_bytes: int = 100 * 1024 * 1024,
+        ping_interval: float | None = 20.0,
+        ping_timeout: float | None = 20.0,
+    ) -> "AsyncSession":
+        """Connect to ``path`` of the server at ``base_url``; no compression
+        (msgpack frames want none, and stock servers accept its absence)."""
+        if encoding not in _OFFERS:
+            raise ValueError(f"encoding must be 'auto', 'json' or 'msgpack', not {encoding!r}")
+        url = ws_url(base_url, path)
+        options: dict[str, Any] = {}
+        if _HAS_PROXY_OPTION and _is_loopback(urllib.parse.urlsplit(url).hostname or ""):
+            options["proxy"] = None
+        try:
+            websocket = await connect(
+                url,
+                subprotocols=list(_OFFERS[encoding]),
+                compression=None,
+                additional_headers=dict(headers or {}),
+                open_timeout=connect_timeout,
+                ping_interval=ping_interval,
+                ping_timeout=ping_timeout,
+                max_size=max_message_bytes,
+                **options,
+            )
+        except (OSError, InvalidHandshake, asyncio.TimeoutError) as exc:
+            raise ConnectionClosedError(f"Failed to connect to {url}: {exc}") from exc
+        chosen = websocket.subprotocol
+        if encoding == "msgpack" and chosen != MSGPACK_SUBPROTOCOL:
+            await websocket.close()
+            raise ProtocolMismatchError(
+                f"{url} does not offer msgpack frames (it is not an openenv-gym server); "
+                f"use encoding='json' or 'auto'"
+            )
+        limits = Limits(max_frame_bytes=max_message_bytes, max_array_bytes=max_message_bytes)
+        return cls(websocket, url, codec_for(chosen, limits), message_timeout)
+
+    async def request(self, message: dict) -> dict:
+        """Send ``message`` and return the ``data`` of the server's reply."""
+        try:
+            await self.send(message)
+        except ConnectionClosedError:
+            pass  # a refused session sends an error frame and closes: read it below
+        return await self.receive()
+
+    async def send(self, message: dict) -> None:
+        try:
+            await self.websocket.send(self.codec.encode(message))
+        except ConnectionClosed as exc:
+            raise ConnectionClosedError(f"Connection to {self.url} is closed ({exc})") from exc
+
+    async def receive(self) -> dict:
+        try:
+            frame = await asyncio.wait_for(self.websocket.recv(), self.message_timeout)
+        except asyncio.TimeoutError:
+            raise MessageTimeoutError(f"No message from {self.url} within {self.message_timeout} s") from None
+        except ConnectionClosed as exc:
+            raise ConnectionClosedError(f"Connection to {self.url} is closed ({exc})") from exc
+        try:
+            reply = parse_server_message(self.codec.decode(frame))
+        except WireError as exc:
+            raise RemoteError(
+                f"unreadable reply from {self.url}: {exc.message}", code=ErrorCode.SESSION_ERROR
+            ) from exc
+        if reply["type"] == "error":
+            error = remote_error(reply["data"])
+            if error.code in CLOSING_ERRORS:
+                await self.websocket.close()
+            raise error
+        return reply["data"]
+
+    async def close(self) -> None:
+        """Send OpenEnv's ``close`` message and close the connection (idempotent)."""
+        try:
+            await self.websocket.send(self.codec.encode({"type": "close"}))
+        except ConnectionClosed:
+            pass
+        await self.websocket.close()

@@ -1,0 +1,473 @@
+"""``RemoteVectorEnv``: N remote envs as one ``gymnasium.vector.VectorEnv``.
+
+    >>> import openenv_gym
+    >>> with openenv_gym.local_server("CartPole-v1") as url:
+    ...     envs = openenv_gym.RemoteVectorEnv(url, num_envs=4)
+    ...     obs, infos = envs.reset(seed=0)
+    ...     obs, rewards, terminations, truncations, infos = envs.step(envs.action_space.sample())
+    ...     envs.close()
+    >>> obs.shape
+    (4, 4)
+
+Two ways to run the envs (``mode``):
+
+- ``"batched"`` (openenv-gym servers): one WebSocket per server carries all
+  of that server's envs; the server steps them with a Gymnasium vector env,
+  and every step is one frame each way holding stacked arrays.
+- ``"sessions"`` (any OpenEnv server, stock ones included): one ``/ws``
+  session per env, all driven concurrently on one background event loop;
+  Gymnasium's autoreset is done on the client.
+
+``"auto"`` (the default) picks batched when every server offers it. Envs are
+spread over one or many servers; results always come back in env order.
+
+Partial batches, as EnvPool does them: with ``batch_size < num_envs``,
+:meth:`RemoteVectorEnv.send` hands actions to some envs and
+:meth:`RemoteVectorEnv.recv` returns the first ``batch_size`` envs that answer,
+with their ids in ``info["env_id"]``, so a slow env or server never holds the
+others back (see ``docs/vector.md``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections import deque
+from collections.abc import Mapping, Sequence
+from copy import deepcopy
+from typing import Any, Literal, Union
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from ..errors import CapacityReachedError, OpenEnvGymError, ProtocolMismatchError
+from ..vector_wire import VECTOR_PATH, VECTOR_VERSION, AutoresetLike
+from ..vector_wire import autoreset_mode as _autoreset_mode
+from .async_session import AsyncSession
+from .connection import get_json, http_url
+from .contract import contract_from_schema
+from .loop import LoopThread
+from .session import Encoding
+from .vector_units import Batch, SessionUnit, VectorUnit, concat_batches
+
+__all__ = ["RemoteVectorEnv", "VectorMode"]
+
+#: ``"auto"``: batched when every server offers it, else sessions.
+VectorMode = Literal["auto", "batched", "sessions"]
+Unit = Union[SessionUnit, VectorUnit]
+
+
+def _split(num_envs: int, servers: int) -> list[int]:
+    """Envs per server: as even as possible, the remainder on the first servers."""
+    return [num_envs // servers + (1 if i < num_envs % servers else 0) for i in range(servers)]
+
+
+class RemoteVectorEnv(VectorEnv):
+    """A Gymnasium vector env whose sub-envs run on OpenEnv servers.
+
+    Args:
+        base_url: one server, or a list of servers to spread the envs over
+            (evenly, in contiguous blocks of env ids, in the order given).
+        num_envs: number of sub-envs.
+        mode: ``"auto"``, ``"batched"`` (openenv-gym servers only) or ``"sessions"``.
+        autoreset_mode: Gymnasium's :class:`~gymnasium.vector.AutoresetMode` or
+            its string value (``"NextStep"``, ``"SameStep"``, ``"Disabled"``).
+        encoding: ``"auto"`` (msgpack when offered), ``"json"`` or ``"msgpack"``.
+        batch_size: envs :meth:`recv` returns (default ``num_envs``). In batched
+            mode every server must host the same number of envs and
+            ``batch_size`` must be a multiple of it (a server answers for all
+            its envs at once).
+        observation_space, action_space: single-env spaces overriding what a
+            stock server's ``/schema`` lets the client infer.
+        copy: return observations the caller owns (``True``, like
+            ``SyncVectorEnv``) or read-only views of the received frames.
+        headers, connect_timeout, message_timeout, max_message_bytes,
+            ping_interval, ping_timeout: as for :class:`~openenv_gym.RemoteEnv`.
+
+    Raises:
+        CapacityReachedError: before any step, when a server cannot hold the
+            envs asked of it; the message says what the server must allow.
+    """
+
+    def __init__(
+        self,
+        base_url: str | Sequence[str],
+        num_envs: int,
+        *,
+        mode: VectorMode = "auto",
+        autoreset_mode: AutoresetLike = AutoresetMode.NEXT_STEP,
+        encoding: Encoding = "auto",
+        batch_size: int | None = None,
+        observation_space: gym.Space | None = None,
+        action_space: gym.Space | None = None,
+        copy: bool = True,
+        headers: Mapping[str, str] | None = None,
+        connect_timeout: float | None = 10.0,
+        message_timeout: float | None = 60.0,
+        max_message_bytes: int = 100 * 1024 * 1024,
+        ping_interval: float | None = 20.0,
+        ping_timeout: float | None = 20.0,
+    ) -> None:
+        self._units: list[Unit] = []
+        self._loop: LoopThread | None = None
+        urls = [base_url] if isinstance(base_url, str) else list(base_url)
+        if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
+            raise ValueError(f"num_envs must be a positive integer, not {num_envs!r}")
+        if not urls:
+            raise ValueError("base_url must be a URL or a non-empty list of URLs")
+        if mode not in ("auto", "batched", "sessions"):
+            raise ValueError(f"mode must be 'auto', 'batched' or 'sessions', not {mode!r}")
+        self.base_urls = [http_url(u) for u in urls][:num_envs]
+        self.num_envs = num_envs
+        self.batch_size = num_envs if batch_size is None else int(batch_size)
+        if not 1 <= self.batch_size <= num_envs:
+            raise ValueError(f"batch_size must be between 1 and num_envs={num_envs}, not {batch_size!r}")
+        self.autoreset_mode = autoreset_mode_ = _autoreset_mode(autoreset_mode)
+        self.copy = copy
+        self.message_timeout = message_timeout
+
+        schemas = [get_json(f"{u}/schema", headers=headers, timeout=connect_timeout) for u in self.base_urls]
+        contracts = [
+            contract_from_schema(s, observation_space=observation_space, action_space=action_space)
+            for s in schemas
+        ]
+        first = contracts[0]
+        for url, contract in zip(self.base_urls[1:], contracts[1:]):
+            if (contract.observation_space, contract.action_space) != (first.observation_space, first.action_space):
+                raise OpenEnvGymError(
+                    f"{url} serves different spaces than {self.base_urls[0]} "
+                    f"({contract.observation_space} / {contract.action_space} vs "
+                    f"{first.observation_space} / {first.action_space}); all servers must serve the same env"
+                )
+        self.mode = self._choose_mode(mode, schemas)
+        sizes = _split(num_envs, len(self.base_urls))
+        if self.mode == "batched" and self.batch_size < num_envs:
+            if len(set(sizes)) != 1 or self.batch_size % sizes[0]:
+                raise ValueError(
+                    f"in batched mode a server answers for all its envs at once, so batch_size "
+                    f"({self.batch_size}) must be a multiple of the envs per server ({sizes}); "
+                    f"adjust num_envs / batch_size or use mode='sessions'"
+                )
+
+        self.single_observation_space = first.observation_space
+        self.single_action_space = first.action_space
+        self.observation_space = batch_space(first.observation_space, num_envs)
+        self.action_space = batch_space(first.action_space, num_envs)
+        self.render_mode = first.render_mode if first.extended else None
+        self.metadata = {**first.env_metadata, "autoreset_mode": autoreset_mode_}
+        self.metadata["render_modes"] = [self.render_mode] if self.render_mode else []
+        self._unit_of = np.repeat(np.arange(len(sizes)), sizes)
+
+        options = dict(
+            encoding=encoding, headers=headers, connect_timeout=connect_timeout,
+            message_timeout=message_timeout, max_message_bytes=max_message_bytes,
+            ping_interval=ping_interval, ping_timeout=ping_timeout,
+        )
+        self._loop = LoopThread(self.base_urls[0])
+        self._inflight: set[int] = set()  # units with a send() in progress
+        self._ready: deque[Batch | BaseException] = deque()
+        self._ready_event: asyncio.Event | None = None
+        self._units = self._loop.run(self._open(contracts, sizes, options))
+
+    # -- opening --------------------------------------------------------------
+
+    def _choose_mode(self, mode: VectorMode, schemas: list) -> str:
+        def offers_vector(schema: Any) -> bool:
+            extension = schema.get("x-openenv-gym") if isinstance(schema, dict) else None
+            vector = extension.get("vector") if isinstance(extension, dict) else None
+            return isinstance(vector, dict) and vector.get("version") == VECTOR_VERSION
+
+        lacking = [u for u, s in zip(self.base_urls, schemas) if not offers_vector(s)]
+        if mode == "batched" and lacking:
+            raise ProtocolMismatchError(
+                f"{', '.join(lacking)} offer(s) no batched vector sessions (openenv-gym vector "
+                f"version {VECTOR_VERSION}); use mode='sessions' or 'auto'"
+            )
+        if mode == "auto":
+            return "sessions" if lacking else "batched"
+        return mode
+
+    async def _open(self, contracts: list, sizes: list[int], options: dict) -> list[Unit]:
+        self._ready_event = asyncio.Event()
+        path = VECTOR_PATH if self.mode == "batched" else "/ws"
+        plan: list[tuple[int, np.ndarray]] = []  # (server, env ids) per unit
+        start = 0
+        for server, size in enumerate(sizes):
+            ids = np.arange(start, start + size)
+            start += size
+            plan.extend([(server, ids)] if self.mode == "batched" else [(server, ids[i:i + 1]) for i in range(size)])
+
+        async def open_unit(server: int, ids: np.ndarray) -> Unit:
+            session = await AsyncSession.open(self.base_urls[server], path=path, **options)
+            if self.mode == "batched":
+                unit: Unit = VectorUnit(session, contracts[server], ids)
+                await unit.open(self.autoreset_mode)
+            else:
+                unit = SessionUnit(session, contracts[server], int(ids[0]), self.autoreset_mode)
+                await unit.probe()
+            return unit
+
+        tasks = [asyncio.ensure_future(open_unit(server, ids)) for server, ids in plan]
+        await asyncio.wait(tasks)
+        units = [t.result() for t in tasks if not t.exception()]
+        errors = [(server, t.exception()) for (server, _), t in zip(plan, tasks) if t.exception()]
+        if errors:
+            await asyncio.gather(*(u.close() for u in units), return_exceptions=True)
+            capacity = [(server, e) for server, e in errors if isinstance(e, CapacityReachedError)]
+            if capacity:
+                raise self._capacity_error(*capacity[0], sizes) from capacity[0][1]
+            raise errors[0][1]
+        return units
+
+    def _capacity_error(self, server: int, error: CapacityReachedError, sizes: list[int]) -> CapacityReachedError:
+        url, wanted = self.base_urls[server], sizes[server]
+        allowed = error.details.get("max_sessions")
+        if allowed is None and (found := re.search(r"(\d+)/(\d+)", error.message)):
+            allowed = int(found.group(2))
+        allows = f"allows {allowed} sessions at once" if allowed is not None else "refused more sessions"
+        what = "a batched vector session of " if self.mode == "batched" else ""
+        active = error.details.get("active_sessions")
+        busy = f" ({active} in use)" if active is not None else ""
+        return CapacityReachedError(
+            f"{url} cannot hold {what}{wanted} envs for this RemoteVectorEnv: it {allows}{busy}. "
+            f"Start it with room for at least {wanted} (an OpenEnv server: "
+            f"create_app(..., max_concurrent_envs={wanted}); an openenv-gym server: "
+            f"--max-sessions {wanted}), or ask for fewer envs / add servers",
+            requested=wanted,
+            **error.details,
+        )
+
+    # -- the Gymnasium API ----------------------------------------------------
+
+    def reset(
+        self, *, seed: int | Sequence[int | None] | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        """Reset all envs, or those of ``options["reset_mask"]`` (a bool array)
+        as ``SyncVectorEnv`` does; an int seed gives env ``i`` the seed ``seed + i``."""
+        seeds = self._seeds(seed)
+        options = dict(options) if options else None
+        mask = options.pop("reset_mask", None) if options else None
+        if mask is not None:
+            if not isinstance(mask, np.ndarray) or mask.dtype != np.bool_ or mask.shape != (self.num_envs,):
+                raise ValueError(f"options['reset_mask'] must be a bool numpy array of shape ({self.num_envs},)")
+            if not mask.any():
+                raise ValueError("options['reset_mask'] must contain at least one True value")
+        self._drain("reset")
+
+        async def reset_all() -> Batch:
+            return concat_batches(self.single_observation_space, await self._gather([
+                unit.reset([seeds[i] for i in unit.env_ids], options,
+                           None if mask is None else mask[unit.env_ids])
+                for unit in self._units
+            ]))
+
+        batch = self._live().run(reset_all())
+        return self._copy(batch.obs), batch.infos
+
+    def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        self._drain("step")
+        space = self.single_action_space
+
+        async def step_all() -> Batch:
+            units = self._units
+            if len(units) == 1:
+                return await units[0].step(space, actions, None)
+            return concat_batches(self.single_observation_space, await self._gather(
+                [unit.step(space, actions, unit.env_ids) for unit in units]
+            ))
+
+        return self._output(self._live().run(step_all()), with_ids=False)
+
+    def render(self) -> tuple[Any, ...] | None:
+        """The frames of every env (``None`` when the server has no render mode)."""
+        if self.render_mode is None:
+            return None
+        frames = self._live().run(self._gather([unit.render() for unit in self._units]))
+        return tuple(f for unit_frames in frames for f in unit_frames)
+
+    def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+        """Call a public method (or read a public attribute) of every sub-env (batched mode)."""
+        return self._forward("call", {"name": name, "args": list(args), "kwargs": kwargs})
+
+    def get_attr(self, name: str) -> tuple[Any, ...]:
+        """A public attribute of every sub-env (batched mode)."""
+        return self._forward("get_attr", {"name": name})
+
+    def set_attr(self, name: str, values: list[Any] | tuple[Any, ...] | Any) -> None:
+        """Set a public attribute of every sub-env: one value for all, or one per env."""
+        if isinstance(values, (list, tuple)):
+            if len(values) != self.num_envs:
+                raise ValueError(f"values must have one entry per env ({self.num_envs}), not {len(values)}")
+            per_unit = [type(values)(values[i] for i in unit.env_ids) for unit in self._units]
+        else:
+            per_unit = [values] * len(self._units)
+        self._live().run(self._gather([
+            unit.call("set_attr", {"name": name, "values": v}) for unit, v in zip(self._units, per_unit)
+        ]))
+
+    def _forward(self, kind: str, data: dict) -> tuple[Any, ...]:
+        results = self._live().run(self._gather([unit.call(kind, data) for unit in self._units]))
+        return tuple(r for unit_results in results for r in unit_results)
+
+    # -- partial batches (EnvPool's send / recv) --------------------------------
+
+    def send(self, actions: Any, env_ids: Sequence[int] | np.ndarray | None = None) -> None:
+        """Start stepping the envs ``env_ids`` (default: all) with ``actions``
+        (batched in the order of ``env_ids``); returns at once. Collect the
+        results with :meth:`recv`."""
+        ids = np.arange(self.num_envs) if env_ids is None else np.asarray(env_ids, dtype=np.int64).reshape(-1)
+        if ids.size == 0 or ids.min() < 0 or ids.max() >= self.num_envs or len(np.unique(ids)) != len(ids):
+            raise ValueError(f"env_ids must be distinct env ids in [0, {self.num_envs}), not {env_ids!r}")
+        actions = deepcopy(actions)  # the caller may reuse its buffer before the envs read it
+        position = {int(e): p for p, e in enumerate(ids)}
+        plan = []
+        for index in map(int, np.unique(self._unit_of[ids])):
+            unit = self._units[index]
+            if index in self._inflight:
+                raise ValueError(f"envs {unit.env_ids.tolist()} are still stepping: recv() them first")
+            if not all(int(e) in position for e in unit.env_ids):
+                raise ValueError(
+                    f"envs {unit.env_ids.tolist()} share one batched server session and are "
+                    f"stepped together: send actions for all of them at once"
+                )
+            plan.append((index, np.array([position[int(e)] for e in unit.env_ids])))
+        space = self.single_action_space
+
+        async def dispatch() -> None:
+            for index, rows in plan:
+                self._start(index, self._units[index].step(space, actions, rows))
+
+        self._live().run(dispatch())
+
+    def async_reset(self, *, seed: int | Sequence[int | None] | None = None,
+                    options: dict[str, Any] | None = None) -> None:
+        """Reset every env in the background, like EnvPool's ``async_reset``:
+        :meth:`recv` then returns the reset observations, ``batch_size`` at a time."""
+        seeds = self._seeds(seed)
+        self._drain("async_reset")
+
+        async def dispatch() -> None:
+            for index, unit in enumerate(self._units):
+                self._start(index, unit.reset([seeds[i] for i in unit.env_ids], options, None))
+
+        self._live().run(dispatch())
+
+    def recv(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """The first ``batch_size`` envs to answer, with their ids in ``info["env_id"]``."""
+        n = self.batch_size
+
+        async def collect() -> Batch:
+            assert self._ready_event is not None
+            while sum(len(b) for b in self._ready if isinstance(b, Batch)) < n and not self._failed():
+                in_flight = sum(self._units[i].size for i in self._inflight)
+                ready = sum(len(b) for b in self._ready if isinstance(b, Batch))
+                if ready + in_flight < n:
+                    raise ValueError(
+                        f"recv() returns {n} envs but only {ready + in_flight} were sent; "
+                        f"send() actions for more envs first"
+                    )
+                self._ready_event.clear()
+                try:
+                    await asyncio.wait_for(self._ready_event.wait(), self.message_timeout)
+                except asyncio.TimeoutError:
+                    raise OpenEnvGymError(f"no env answered within {self.message_timeout} s") from None
+            batches: list[Batch] = []
+            while sum(len(b) for b in batches) < n:
+                item = self._ready.popleft()
+                if isinstance(item, BaseException):
+                    raise item
+                batches.append(item)
+            return concat_batches(self.single_observation_space, batches)
+
+        return self._output(self._live().run(collect()), with_ids=True)
+
+    def _start(self, index: int, coro: Any) -> None:
+        """Run one unit's request in the background; its answer joins the ready queue."""
+        self._inflight.add(index)
+        task = asyncio.ensure_future(coro)
+
+        def finished(task: asyncio.Task) -> None:
+            self._inflight.discard(index)
+            self._ready.append(task.exception() or task.result())
+            assert self._ready_event is not None
+            self._ready_event.set()
+
+        task.add_done_callback(finished)
+
+    def _failed(self) -> bool:
+        return any(isinstance(b, BaseException) for b in self._ready)
+
+    def _drain(self, what: str) -> None:
+        """Lockstep calls need every env idle: refuse while a send() is in flight,
+        and drop answers nobody received (as EnvPool's reset does)."""
+        if self._inflight:
+            raise OpenEnvGymError(f"{what}() while envs are still stepping after send(): recv() them first")
+        self._ready.clear()
+
+    # -- helpers ----------------------------------------------------------------
+
+    def _seeds(self, seed: int | Sequence[int | None] | None) -> list:
+        if seed is None:
+            return [None] * self.num_envs
+        if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+            return [int(seed) + i for i in range(self.num_envs)]
+        seeds = list(seed)
+        if len(seeds) != self.num_envs:
+            raise ValueError(
+                f"If seeds are passed as a list the length must match num_envs={self.num_envs} "
+                f"but got length={len(seeds)}."
+            )
+        return seeds
+
+    @staticmethod
+    async def _gather(coros: list) -> list:
+        """Run the units' requests concurrently; wait for all, then raise the first error."""
+        if len(coros) == 1:
+            return [await coros[0]]
+        results = await asyncio.gather(*coros, return_exceptions=True)
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
+        return results
+
+    def _copy(self, obs: Any) -> Any:
+        return deepcopy(obs) if self.copy else obs
+
+    def _output(self, batch: Batch, *, with_ids: bool) -> tuple:
+        infos = batch.infos
+        if with_ids:
+            infos = {**infos, "env_id": batch.env_ids.astype(np.int32), "_env_id": np.ones(len(batch), np.bool_)}
+        rewards, terminations, truncations = batch.rewards, batch.terminations, batch.truncations
+        if self.copy:
+            rewards, terminations, truncations = np.array(rewards), np.array(terminations), np.array(truncations)
+        return self._copy(batch.obs), rewards, terminations, truncations, infos
+
+    def _live(self) -> LoopThread:
+        if self._loop is None or self.closed:
+            raise OpenEnvGymError("this RemoteVectorEnv is closed; create a new one to reconnect")
+        return self._loop
+
+    def close_extras(self, **kwargs: Any) -> None:
+        """Close every session and stop the event loop (idempotent)."""
+        loop, self._loop = getattr(self, "_loop", None), None
+        if loop is None:
+            return
+        units, self._units = self._units, []
+
+        async def close_all() -> None:
+            closing = asyncio.gather(*(u.close() for u in units), return_exceptions=True)
+            await asyncio.wait_for(closing, 10.0)
+
+        try:
+            if units:
+                loop.run(close_all())
+        except Exception:  # noqa: BLE001 - closing must not raise
+            pass
+        finally:
+            loop.close()
+
+    def __repr__(self) -> str:
+        servers = self.base_urls[0] if len(self.base_urls) == 1 else f"{len(self.base_urls)} servers"
+        return f"<RemoteVectorEnv {servers} num_envs={self.num_envs} mode={self.mode}>"

@@ -1,0 +1,81 @@
+"""Bearer-token authentication for every route but ``/health``.
+
+OpenEnv servers have no authentication; an openenv-gym server can require a
+token, checked in constant time on every HTTP request and on the WebSocket
+handshake (``Authorization: Bearer <token>``). ``/health`` stays open so
+orchestrators can probe readiness. Wrong or missing tokens get HTTP 401, or a
+refused handshake (HTTP 403) on WebSocket routes.
+
+    >>> app = create_app("CartPole-v1", token="s3cret")        # doctest: +SKIP
+    >>> RemoteEnv(url, token="s3cret")                          # doctest: +SKIP
+    >>> GenericEnvClient(base_url=url, headers={"Authorization": "Bearer s3cret"})  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import os
+
+__all__ = ["TokenAuth", "TOKEN_ENV_VAR", "token_from_env"]
+
+#: Environment variable a server reads its token from when none is given.
+TOKEN_ENV_VAR = "OPENENV_GYM_TOKEN"
+#: Routes that answer without a token.
+OPEN_PATHS = frozenset({"/health"})
+
+logger = logging.getLogger("openenv_gym.server")
+
+
+def token_from_env() -> str | None:
+    """The token in :data:`TOKEN_ENV_VAR`, or ``None`` when unset or empty."""
+    return os.environ.get(TOKEN_ENV_VAR) or None
+
+
+class TokenAuth:
+    """ASGI middleware requiring ``Authorization: Bearer <token>``."""
+
+    def __init__(self, app, token: str) -> None:
+        if not token:
+            raise ValueError("the token must be a non-empty string")
+        self.app = app
+        self._expected = f"Bearer {token}".encode()
+
+    def _authorized(self, scope) -> bool:
+        for name, value in scope.get("headers") or ():
+            if name == b"authorization":
+                return hmac.compare_digest(value, self._expected)
+        return False
+
+    async def __call__(self, scope, receive, send) -> None:
+        kind = scope["type"]
+        if kind not in ("http", "websocket") or scope.get("path") in OPEN_PATHS:
+            await self.app(scope, receive, send)
+            return
+        if self._authorized(scope):
+            await self.app(scope, receive, send)
+            return
+        client = scope.get("client")
+        logger.warning(
+            "auth_refused path=%s type=%s peer=%s", scope.get("path"), kind,
+            f"{client[0]}:{client[1]}" if client else "?",
+        )
+        if kind == "websocket":
+            await send({"type": "websocket.close", "code": 1008, "reason": "unauthorized"})
+            return
+        body = json.dumps(
+            {"detail": "Missing or wrong token: send the header 'Authorization: Bearer <token>'"}
+        ).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 401,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"www-authenticate", b'Bearer realm="openenv-gym"'),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,449 @@
+"""PettingZoo environments as OpenEnv servers.
+
+``create_app`` accepts a PettingZoo ``AECEnv`` or ``ParallelEnv`` (a factory,
+a class, or a module path such as ``"pettingzoo.classic.connect_four_v3"``).
+One session is one game with all its agents, served two ways:
+
+- **The seat view on** ``/ws``, for stock OpenEnv clients and LLM trainers:
+  the client plays one seat (``reset`` data ``{"agent": "player_1"}``, the
+  first agent by default) and the server plays every other seat with an
+  opponent policy (:func:`random_opponent` unless ``create_app(...,
+  opponent=...)`` says otherwise), the way OpenEnv's own connect4 and
+  openspiel envs do. Observations carry ``obs``, ``terminated``,
+  ``truncated``, ``info`` plus ``agent``, ``current_player``,
+  ``legal_actions`` and ``action_mask``.
+- **The full multi-agent protocol on** ``/agents?api=aec|parallel`` (an
+  openenv-gym extension, see ``docs/protocol.md``), which
+  :class:`~openenv_gym.RemoteAECEnv` and :class:`~openenv_gym.RemoteParallelEnv`
+  speak: every agent's observation, reward, termination, truncation and info.
+
+    >>> from pettingzoo.classic import connect_four_v3
+    >>> app = create_app(connect_four_v3.env)                       # doctest: +SKIP
+    >>> app = create_app("pettingzoo.classic.connect_four_v3",      # doctest: +SKIP
+    ...                  opponent=lambda turn: int(turn.legal_actions[0]))
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import gymnasium as gym
+import numpy as np
+
+from .. import spaces
+from ..wire import (
+    ClientMessage,
+    ErrorCode,
+    WireError,
+    jsonable,
+    observation_message,
+    type_hints,
+)
+from .session import Session, _validation as validation_error
+
+__all__ = [
+    "API",
+    "AGENTS_PATH",
+    "PROTOCOL_VERSION",
+    "Turn",
+    "Opponent",
+    "random_opponent",
+    "MultiAgentSource",
+    "SeatEnv",
+    "AgentsSession",
+    "is_pettingzoo",
+    "action_mask",
+    "serve_agents",
+]
+
+#: The two PettingZoo APIs.
+API = Literal["aec", "parallel"]
+#: The WebSocket route of the multi-agent protocol.
+AGENTS_PATH = "/agents"
+#: Version of the multi-agent protocol (``x-openenv-gym.multiagent.version``).
+PROTOCOL_VERSION = 1
+#: Opponent moves one seat-view step may take before the server gives up.
+MAX_OPPONENT_TURNS = 100_000
+
+
+def is_pettingzoo(obj: Any) -> bool:
+    """``True`` for a PettingZoo ``AECEnv`` or ``ParallelEnv`` instance (never imports PettingZoo)."""
+    if "pettingzoo" not in sys.modules:
+        return False
+    from pettingzoo import AECEnv, ParallelEnv
+
+    return isinstance(obj, (AECEnv, ParallelEnv))
+
+
+def action_mask(observation: Any, info: Any) -> np.ndarray | None:
+    """An agent's action mask, by PettingZoo's conventions: ``observation["action_mask"]``
+    in a Dict observation, else ``info["action_mask"]``, else ``None``."""
+    for holder in (observation, info):
+        if isinstance(holder, dict) and holder.get("action_mask") is not None:
+            return np.asarray(holder["action_mask"])
+    return None
+
+
+@dataclass
+class Turn:
+    """What an opponent policy sees when a server-side seat is to move."""
+
+    agent: str
+    observation: Any
+    action_space: gym.Space
+    action_mask: np.ndarray | None
+    info: dict
+
+    @property
+    def legal_actions(self) -> list[int]:
+        """Legal actions of a ``Discrete`` action space (all of them without a mask)."""
+        return _legal_actions(self.action_space, self.action_mask) or []
+
+
+#: A server-side player: the action for one :class:`Turn`.
+Opponent = Callable[[Turn], Any]
+
+
+def random_opponent(turn: Turn) -> Any:
+    """Uniformly random over the legal actions (the default opponent).
+
+    Reproducible: the seat view seeds every agent's action space from the
+    ``reset`` seed.
+    """
+    if turn.action_mask is not None:
+        return turn.action_space.sample(turn.action_mask.astype(np.int8))
+    return turn.action_space.sample()
+
+
+def _legal_actions(space: gym.Space, mask: np.ndarray | None) -> list[int] | None:
+    if not isinstance(space, gym.spaces.Discrete):
+        return None
+    start = int(space.start)
+    if mask is None:
+        return list(range(start, start + int(space.n)))
+    return [start + int(i) for i in np.flatnonzero(mask)]
+
+
+@dataclass
+class MultiAgentSource:
+    """A factory for one PettingZoo game per session, and what every game shares."""
+
+    factory: Callable[[], Any]
+    name: str
+    native_api: API
+    possible_agents: list[str]
+    observation_spaces: dict[str, gym.Space]
+    action_spaces: dict[str, gym.Space]
+    parallelizable: bool
+    render_mode: str | None = None
+    env_metadata: dict = field(default_factory=dict)
+    opponent: Opponent = random_opponent
+
+    @classmethod
+    def from_probe(cls, factory: Callable[[], Any], probe: Any, name: str) -> "MultiAgentSource":
+        from pettingzoo import AECEnv
+
+        agents = list(probe.possible_agents)
+        for agent in agents:
+            if not isinstance(agent, str):
+                raise TypeError(
+                    f"{name!r} has the agent id {agent!r}: openenv-gym serves string agent ids "
+                    f"(they are JSON object keys on the wire); rename the agents"
+                )
+        metadata = dict(getattr(probe, "metadata", None) or {})
+        return cls(
+            factory=factory,
+            name=name,
+            native_api="aec" if isinstance(probe, AECEnv) else "parallel",
+            possible_agents=agents,
+            observation_spaces={a: probe.observation_space(a) for a in agents},
+            action_spaces={a: probe.action_space(a) for a in agents},
+            parallelizable=bool(metadata.get("is_parallelizable", False)),
+            render_mode=getattr(probe, "render_mode", None),
+            env_metadata=metadata,
+        )
+
+    @property
+    def apis(self) -> tuple[API, ...]:
+        """The APIs ``/agents`` serves: both, the other one through PettingZoo's own
+        conversions (``parallel_to_aec``; ``aec_to_parallel`` for parallelizable AEC
+        envs, ``turn_based_aec_to_parallel`` for turn-based ones)."""
+        return ("aec", "parallel")
+
+    def make(self, api: API) -> Any:
+        """Build a game and present it through ``api``."""
+        from pettingzoo.utils.conversions import (
+            aec_to_parallel,
+            parallel_to_aec,
+            turn_based_aec_to_parallel,
+        )
+
+        env = self.factory()
+        if api == self.native_api:
+            return env
+        if api == "aec":
+            return parallel_to_aec(env)
+        return aec_to_parallel(env) if self.parallelizable else turn_based_aec_to_parallel(env)
+
+    def describe(self) -> dict:
+        """The ``multiagent`` entry of ``/schema``'s ``x-openenv-gym`` object."""
+        return {
+            "version": PROTOCOL_VERSION,
+            "path": AGENTS_PATH,
+            "api": self.native_api,
+            "apis": list(self.apis),
+            "possible_agents": list(self.possible_agents),
+            "observation_spaces": {a: spaces.describe(s) for a, s in self.observation_spaces.items()},
+            "action_spaces": {a: spaces.describe(s) for a, s in self.action_spaces.items()},
+            "format": spaces.FORMAT,
+            "render_mode": self.render_mode,
+            "metadata": jsonable(self.env_metadata),
+        }
+
+    def seat_spaces(self) -> tuple[gym.Space, gym.Space]:
+        """Observation and action space of the seat view (the first agent's)."""
+        first = self.possible_agents[0]
+        return self.observation_spaces[first], self.action_spaces[first]
+
+    def seats(self) -> list[str]:
+        """The agents a stock client can play: those whose spaces are the first agent's."""
+        observation_space, action_space = self.seat_spaces()
+        return [
+            a for a in self.possible_agents
+            if self.observation_spaces[a] == observation_space
+            and self.action_spaces[a] == action_space
+        ]
+
+
+def description_of(probe: Any) -> str:
+    doc = inspect.getdoc(type(getattr(probe, "unwrapped", probe))) or ""
+    return doc.split("\n\n")[0].strip()
+
+
+class SeatEnv(gym.Env):
+    """One seat of a PettingZoo game as a Gymnasium env; the other seats play server-side.
+
+    ``reset(options={"agent": "player_1"})`` picks the seat (the first agent
+    by default); ``step`` plays the seat's action, then the opponent policy's
+    moves for every other agent until the seat is to move again or its game
+    is over. The reward is the seat's reward accumulated over all those moves.
+    """
+
+    def __init__(self, source: MultiAgentSource) -> None:
+        self.source = source
+        self.game = source.make("aec")
+        self.observation_space, self.action_space = source.seat_spaces()
+        self.render_mode = source.render_mode
+        self.metadata = dict(source.env_metadata)
+        self.seat = source.possible_agents[0]
+        self._mask: np.ndarray | None = None
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        options = dict(options or {})
+        seat = options.pop("agent", self.source.possible_agents[0])
+        if seat not in self.source.seats():
+            raise ValueError(
+                f"cannot play seat {seat!r}: choose one of {self.source.seats()} with reset "
+                f"data {{'agent': ...}} (other agents have other spaces: use the /agents route)"
+            )
+        self.seat = seat
+        self.game.reset(seed=seed, options=options or None)
+        if seed is not None:
+            for i, agent in enumerate(self.source.possible_agents):
+                self.game.action_space(agent).seed(seed + i)
+        obs, _, _, _, info = self._advance()
+        return obs, info
+
+    def step(self, action: Any):
+        if self.game.agent_selection != self.seat or self.seat not in self.game.agents:
+            raise RuntimeError(f"seat {self.seat!r} has finished its game; call reset")
+        self.game.step(action)
+        return self._advance()
+
+    def _advance(self) -> tuple[Any, float, bool, bool, dict]:
+        """Play the other seats until this seat is to move or its game is over."""
+        game, seat = self.game, self.seat
+        for _ in range(MAX_OPPONENT_TURNS):
+            if seat not in game.agents:  # the env removed the seat without a last turn
+                obs = game.observe(seat)
+                reward = game._cumulative_rewards.get(seat, 0.0)
+                self._mask = None
+                return obs, reward, True, False, {}
+            agent = game.agent_selection
+            obs, reward, terminated, truncated, info = game.last()
+            if agent == seat:
+                self._mask = action_mask(obs, info)
+                return obs, reward, terminated, truncated, info
+            if terminated or truncated:
+                game.step(None)
+                continue
+            mask = action_mask(obs, info)
+            turn = Turn(agent, obs, game.action_space(agent), mask, info)
+            game.step(self.source.opponent(turn))
+        raise RuntimeError(f"the opponents played {MAX_OPPONENT_TURNS} moves in a row")
+
+    def seat_fields(self) -> dict:
+        """Observation fields of the seat view beyond Gymnasium's (OpenEnv-style turn data)."""
+        game = self.game
+        legal = _legal_actions(self.action_space, self._mask)
+        over = self.seat not in game.agents or game.terminations.get(self.seat) or game.truncations.get(self.seat)
+        return {
+            "agent": self.seat,
+            "current_player": None if over else game.agent_selection,
+            "legal_actions": [] if over else legal,
+            "action_mask": None if self._mask is None else self._mask.astype(int).tolist(),
+        }
+
+    def render(self) -> Any:
+        return self.game.render()
+
+    def close(self) -> None:
+        self.game.close()
+
+
+#: JSON Schemas of the seat-view fields in ``/schema``'s observation.
+SEAT_FIELD_SCHEMAS: dict[str, dict] = {
+    "agent": {"type": "string", "description": "The agent this client plays"},
+    "current_player": {
+        "anyOf": [{"type": "string"}, {"type": "null"}],
+        "description": "The agent to move (null when the game is over)",
+    },
+    "legal_actions": {
+        "anyOf": [{"type": "array", "items": {"type": "integer"}}, {"type": "null"}],
+        "description": "Legal actions of a Discrete action space",
+    },
+    "action_mask": {
+        "anyOf": [{"type": "array", "items": {"type": "integer"}}, {"type": "null"}],
+        "description": "PettingZoo's action mask of this agent (null when the env has none)",
+    },
+}
+
+
+class AgentsSession(Session):
+    """One game on the ``/agents`` route, through the API the client asked for.
+
+    Replies are OpenEnv observation frames whose ``observation`` holds the
+    whole game (see ``docs/protocol.md``, multi-agent extension).
+    """
+
+    def __init__(self, source: Any, api: API, **kwargs: Any) -> None:
+        super().__init__(source, **kwargs)
+        self.multiagent: MultiAgentSource = source.multiagent
+        self.api = api
+        self.build = self._build
+
+    def _build(self) -> Any:
+        if self.api not in self.multiagent.apis:
+            raise ValueError(
+                f"this game is served through the APIs {list(self.multiagent.apis)}, not "
+                f"{self.api!r}: connect to {AGENTS_PATH}?api={self.multiagent.apis[0]}"
+            )
+        return self.multiagent.make(self.api)
+
+    async def handle(self, message: ClientMessage) -> dict:
+        if message.type == "reset":
+            self.touch()
+            return await self._reset_game(message.data)
+        if message.type == "step":
+            self.touch()
+            return await self._step_game(message.data)
+        return await super().handle(message)
+
+    async def _reset_game(self, data: dict) -> dict:
+        seed, episode_id, options = self.reset_arguments(data)
+        env = self._env()
+        result = await self.run(env.reset, seed=seed, options=options)
+        self.begin_episode(seed, episode_id)
+        if self.api == "parallel":
+            observations, infos = result
+            return self._reply(env, {"observations": observations, "infos": infos})
+        return self._reply(env, self._aec_snapshot(env))
+
+    async def _step_game(self, data: dict) -> dict:
+        self.check_keys(data, {"action"} if self.api == "aec" else {"actions"})
+        env = self._env()
+        if self.api == "aec":
+            agent = env.agent_selection
+            action = None if data["action"] is None else self._action(agent, data["action"], ["action"])
+            await self.run(env.step, action)
+            self.step_count += 1
+            return self._reply(env, self._aec_snapshot(env))
+        encoded = data["actions"]
+        if not isinstance(encoded, dict):
+            raise validation_error(["actions"], "Input should be an object of agent: action", encoded)
+        actions = {
+            agent: self._action(agent, value, ["actions", agent]) for agent, value in encoded.items()
+        }
+        observations, rewards, terminations, truncations, infos = await self.run(env.step, actions)
+        self.step_count += 1
+        return self._reply(env, {
+            "observations": observations, "rewards": rewards, "terminations": terminations,
+            "truncations": truncations, "infos": infos,
+        })
+
+    def _action(self, agent: str, value: Any, loc: list) -> Any:
+        space = self.multiagent.action_spaces.get(agent)
+        if space is None:
+            raise validation_error(loc, f"Unknown agent {agent!r}", value)
+        try:
+            action = spaces.decode(space, value)
+        except spaces.SpaceValueError as exc:
+            raise validation_error(loc, str(exc), value) from exc
+        if not space.contains(action):
+            raise validation_error(loc, f"Action is not in the action space {space} of {agent!r}", value)
+        self.require_episode()
+        return action
+
+    @staticmethod
+    def _aec_snapshot(env: Any) -> dict:
+        agents = list(env.agents)
+        return {
+            "agent_selection": env.agent_selection,
+            "observations": {a: env.observe(a) for a in agents},
+            "rewards": dict(env.rewards),
+            "cumulative_rewards": dict(env._cumulative_rewards),
+            "terminations": dict(env.terminations),
+            "truncations": dict(env.truncations),
+            "infos": dict(env.infos),
+        }
+
+    def _reply(self, env: Any, game: dict) -> dict:
+        observation_spaces = self.multiagent.observation_spaces
+        raw = game["observations"]
+        try:
+            encoded = {
+                a: spaces.encode(observation_spaces[a], obs, arrays=self.arrays)
+                for a, obs in raw.items()
+            }
+        except (KeyError, spaces.SpaceValueError, TypeError, ValueError) as exc:
+            raise WireError(
+                ErrorCode.EXECUTION_ERROR,
+                f"The environment returned an observation that does not fit its agent's "
+                f"observation space: {exc}",
+            ) from exc
+        fields: dict = {"agents": list(env.agents), **game, "observations": encoded}
+        for key in ("terminations", "truncations"):
+            if key in fields:
+                fields[key] = {a: bool(v) for a, v in fields[key].items()}
+        if not self.arrays:
+            hinted = {k: v for k, v in game.items() if k not in ("agent_selection", "terminations", "truncations")}
+            types = type_hints(hinted)
+            for key in hinted:
+                fields[key] = encoded if key == "observations" else jsonable(fields[key])
+            if types is not None:
+                fields["types"] = types
+        return observation_message(fields, reward=None, done=not env.agents)
+
+
+async def serve_agents(server: Any, websocket: Any) -> None:
+    """The ``/agents`` route: a game session through ``?api=aec`` (default) or ``?api=parallel``."""
+    api = websocket.query_params.get("api", "aec")
+
+    def make_session(source: Any, **kwargs: Any) -> AgentsSession:
+        return AgentsSession(source, api, **kwargs)
+
+    await server.websocket(websocket, make_session)

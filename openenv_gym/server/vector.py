@@ -1,0 +1,338 @@
+"""Batched vector sessions: one WebSocket drives a whole Gymnasium vector env.
+
+The route :data:`~openenv_gym.vector_wire.VECTOR_PATH` (``WS /vector``) is an
+openenv-gym extension; stock OpenEnv clients never open it. The first message
+opens the vector env, and then each ``reset`` / ``step`` is one frame each way
+carrying stacked arrays::
+
+    C->S {"type": "vector_open", "data": {"num_envs": 8, "autoreset_mode": "NextStep"}}
+    S->C {"type": "vector_opened", "data": {"num_envs": 8, "autoreset_mode": "NextStep", "version": 1}}
+    C->S {"type": "reset", "data": {"seed": 0, "options": null}}
+    S->C {"type": "vector_observation", "data": {"obs": <batched obs>, "infos": {...}}}
+    C->S {"type": "step", "data": {"actions": <batched actions>}}
+    S->C {"type": "vector_observation", "data": {"obs", "rewards", "terminations", "truncations", "infos"}}
+
+The server builds ``gymnasium.vector.SyncVectorEnv`` (``vector_backend="sync"``,
+stepped inline on the event loop while it is fast, on a worker thread once it
+is slow) or ``AsyncVectorEnv`` (``"async"``: one process per sub-env) of the
+server's env, with the requested autoreset mode, so the semantics are
+Gymnasium's own. A vector session of N envs takes N of the server's
+``max_sessions`` slots.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import TYPE_CHECKING, Any, Literal
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.vector.utils import batch_space
+
+from .. import spaces
+from ..vector_wire import VECTOR_VERSION, autoreset_mode, infos_fields
+from ..wire import CLOSING_ERRORS, ErrorCode, WireError, apply_type_hints, jsonable, type_hints
+from .session import EnvCaller, _contains, _describe, _validation
+from .source import EnvSource
+
+if TYPE_CHECKING:
+    from starlette.websockets import WebSocket
+
+    from .app import _Server
+
+__all__ = ["VectorSession", "VectorBackend", "serve_vector", "parse_vector_message", "VECTOR_MESSAGE_TYPES"]
+
+#: ``"sync"``: a SyncVectorEnv in the server process; ``"async"``: an AsyncVectorEnv
+#: (one worker process per sub-env, for slow envs on a many-core server).
+VectorBackend = Literal["sync", "async"]
+
+#: Message types of a vector session after ``vector_open``.
+VECTOR_MESSAGE_TYPES = frozenset({"reset", "step", "call", "get_attr", "set_attr", "render", "close"})
+_NO_DATA = frozenset({"render", "close"})
+
+
+def parse_vector_message(message: Any, *, first: bool) -> tuple[str, dict]:
+    """Validate a decoded vector-session message; returns ``(type, data)``.
+
+    The first message must be ``vector_open``; unknown types are UNKNOWN_TYPE,
+    a bad envelope VALIDATION_ERROR, as on ``/ws``.
+    """
+    if not isinstance(message, dict):
+        raise _validation([], "Input should be a valid dictionary", message, "dict_type")
+    kind = message.get("type")
+    allowed = {"vector_open"} if first else VECTOR_MESSAGE_TYPES
+    if kind not in allowed:
+        expected = "vector_open" if first else ", ".join(sorted(VECTOR_MESSAGE_TYPES))
+        raise WireError(
+            ErrorCode.UNKNOWN_TYPE, f"Unknown message type: {kind!r} (expected {expected})"
+        )
+    for key in message:
+        if key not in ("type", "data"):
+            raise _validation([key], "Extra inputs are not permitted", message[key], "extra_forbidden")
+    data = message.get("data")
+    if data is None and kind in _NO_DATA | {"reset"}:
+        data = {}
+    if not isinstance(data, dict):
+        raise _validation(["data"], "Input should be a valid dictionary", data, "dict_type")
+    return kind, data
+
+
+def _public_name(data: dict) -> str:
+    name = data.get("name")
+    if not isinstance(name, str) or not name.isidentifier() or name.startswith("_"):
+        raise _validation(
+            ["name"], "Input should be the name of a public attribute (no leading underscore)",
+            name,
+        )
+    return name
+
+
+class VectorSession:
+    """A Gymnasium vector env serving one client, with what its replies need.
+
+    ``arrays`` is ``True`` on msgpack sessions (ndarrays travel as raw bytes);
+    on JSON sessions values are JSON with type hints.
+    """
+
+    def __init__(
+        self,
+        source: EnvSource,
+        *,
+        num_envs: int,
+        autoreset: Any,
+        backend: VectorBackend,
+        arrays: bool,
+        caller: EnvCaller,
+    ) -> None:
+        if backend not in ("sync", "async"):
+            raise ValueError(f"vector_backend must be 'sync' or 'async', not {backend!r}")
+        self.id = str(uuid.uuid4())
+        self.source = source
+        self.num_envs = num_envs
+        self.slots = num_envs
+        self.autoreset_mode = autoreset_mode(autoreset)
+        self.backend = backend
+        self.arrays = arrays
+        self.call = caller
+        self.observation_space = batch_space(source.observation_space, num_envs)
+        self.action_space = batch_space(source.action_space, num_envs)
+        self.env: gym.vector.VectorEnv | None = None
+        self.last_activity = time.monotonic()
+        self._reset_done = False
+
+    async def start(self) -> None:
+        """Build the vector env; failures become FACTORY_ERROR."""
+        try:
+            self.env = await self.call(self._make)
+        except Exception as exc:  # noqa: BLE001 - any factory failure is reported
+            raise WireError(
+                ErrorCode.FACTORY_ERROR,
+                f"Environment factory '{self.source.name}' failed to create a vector env of "
+                f"{self.num_envs}: {_describe(exc)}",
+                factory_name=self.source.name,
+            ) from exc
+
+    def _make(self) -> gym.vector.VectorEnv:
+        fns = [self.source.make] * self.num_envs
+        if self.backend == "async":
+            return gym.vector.AsyncVectorEnv(fns, autoreset_mode=self.autoreset_mode)
+        return gym.vector.SyncVectorEnv(fns, autoreset_mode=self.autoreset_mode, copy=False)
+
+    def opened(self) -> dict:
+        return {
+            "type": "vector_opened",
+            "data": {
+                "num_envs": self.num_envs,
+                "autoreset_mode": self.autoreset_mode.value,
+                "backend": self.backend,
+                "version": VECTOR_VERSION,
+            },
+        }
+
+    async def close(self) -> None:
+        env, self.env = self.env, None
+        if env is not None:
+            try:
+                await self.call(env.close)
+            except Exception:  # noqa: BLE001 - closing must not fail the server
+                pass
+        self.call.shutdown()
+
+    async def handle(self, kind: str, data: dict) -> dict:
+        """The reply to one validated message (never called for ``close``)."""
+        self.last_activity = time.monotonic()
+        if kind == "step":
+            return await self._step(data)
+        if kind == "reset":
+            return await self._reset(data)
+        if kind in ("call", "get_attr"):
+            args = data.get("args") or [] if kind == "call" else []
+            kwargs = data.get("kwargs") or {} if kind == "call" else {}
+            if not isinstance(args, list) or not isinstance(kwargs, dict):
+                raise _validation(["args"], "args must be a list and kwargs an object", data)
+            results = await self._run(self._vector().call, _public_name(data), *args, **kwargs)
+            return self._values_reply(kind, list(results))
+        if kind == "set_attr":
+            values = apply_type_hints(data.get("values"), data.get("types"))
+            await self._run(self._vector().set_attr, _public_name(data), values)
+            return {"type": "set_attr", "data": {}}
+        if kind == "render":
+            frames = await self._run(self._vector().render)
+            return self._values_reply("render", list(frames or ()))
+        raise WireError(ErrorCode.UNKNOWN_TYPE, f"Unknown message type: {kind}")
+
+    # -- reset / step ---------------------------------------------------------
+
+    async def _reset(self, data: dict) -> dict:
+        seed = data.get("seed")
+        seeds = seed if isinstance(seed, list) else [seed]
+        for s in seeds:
+            if s is not None and (isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 0):
+                raise _validation(["seed"], "Input should be a non-negative integer, a list of them, or null", seed)
+        if isinstance(seed, list) and len(seed) != self.num_envs:
+            raise _validation(["seed"], f"A list of seeds needs {self.num_envs} entries", seed)
+        options = data.get("options")
+        if options is not None and not isinstance(options, dict):
+            raise _validation(["options"], "Input should be a valid dictionary or null", options)
+        options = apply_type_hints(options, data.get("types")) if options else None
+        if options and "reset_mask" in options:
+            mask = np.asarray(options["reset_mask"])
+            if mask.dtype != np.bool_ or mask.shape != (self.num_envs,) or not mask.any():
+                raise _validation(
+                    ["options", "reset_mask"],
+                    f"reset_mask must be {self.num_envs} booleans with at least one true",
+                    options["reset_mask"],
+                )
+            if not self._reset_done:
+                raise WireError(ErrorCode.EXECUTION_ERROR, "Reset all envs (no reset_mask) before a masked reset")
+            options = {**options, "reset_mask": mask}
+        obs, infos = await self._run(self._vector().reset, seed=seed, options=options)
+        self._reset_done = True
+        return self._observation(obs, infos)
+
+    async def _step(self, data: dict) -> dict:
+        if "actions" not in data:
+            raise _validation(["actions"], "Field required", data, "missing")
+        space = self.action_space
+        try:
+            actions = spaces.decode(space, apply_type_hints(data["actions"], data.get("types")), path="actions")
+        except spaces.SpaceValueError as exc:
+            raise _validation(["actions"], str(exc), data["actions"]) from exc
+        if not _contains(space, actions):
+            raise _validation(["actions"], f"The actions are not in the batched action space {space}", data["actions"])
+        if not self._reset_done:
+            raise WireError(ErrorCode.EXECUTION_ERROR, "Call reset before step: this vector session has no episodes yet")
+        obs, rewards, terminations, truncations, infos = await self._run(self._vector().step, actions)
+        reply = self._observation(obs, infos)
+        fields = reply["data"]
+        if self.arrays:
+            fields["rewards"] = np.asarray(rewards, dtype=np.float64)
+            fields["terminations"] = np.asarray(terminations, dtype=np.bool_)
+            fields["truncations"] = np.asarray(truncations, dtype=np.bool_)
+        else:
+            fields["rewards"] = np.asarray(rewards, dtype=np.float64).tolist()
+            fields["terminations"] = np.asarray(terminations, dtype=np.bool_).tolist()
+            fields["truncations"] = np.asarray(truncations, dtype=np.bool_).tolist()
+        return reply
+
+    def _observation(self, obs: Any, infos: dict) -> dict:
+        try:
+            encoded = spaces.encode(self.observation_space, obs, arrays=self.arrays, path="obs")
+        except (spaces.SpaceValueError, TypeError, ValueError) as exc:
+            raise WireError(
+                ErrorCode.EXECUTION_ERROR,
+                f"The vector env returned observations that do not fit {self.observation_space}: {exc}",
+            ) from exc
+        return {"type": "vector_observation", "data": {"obs": encoded, **infos_fields(infos, arrays=self.arrays)}}
+
+    def _values_reply(self, kind: str, values: list) -> dict:
+        if self.arrays:
+            return {"type": kind, "data": {"values": values}}
+        data: dict = {"values": jsonable(values)}
+        if (hints := type_hints(values)) is not None:
+            data["types"] = hints
+        return {"type": kind, "data": data}
+
+    async def _run(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return await self.call(fn, *args, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - env errors go back to the client
+            raise WireError(ErrorCode.EXECUTION_ERROR, _describe(exc)) from exc
+
+    def _vector(self) -> gym.vector.VectorEnv:
+        if self.env is None:
+            raise WireError(ErrorCode.SESSION_ERROR, "The session's vector environment is closed")
+        return self.env
+
+
+async def _next_message(websocket: "WebSocket", codec: Any) -> Any:
+    """The next decoded message, or ``None`` when the client went away."""
+    frame_key, other_key = ("bytes", "text") if codec.binary else ("text", "bytes")
+    while True:
+        event = await websocket.receive()
+        if event["type"] == "websocket.disconnect":
+            return None
+        frame = event.get(frame_key)
+        if frame is not None:
+            return codec.decode(frame)
+        if event.get(other_key) is not None:
+            raise WireError(
+                ErrorCode.SESSION_ERROR,
+                f"This session speaks {codec.name}: send {'binary msgpack' if codec.binary else 'text JSON'} frames",
+            )
+
+
+def _open_request(data: dict) -> tuple[int, Any]:
+    num_envs = data.get("num_envs")
+    if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
+        raise _validation(["num_envs"], "Input should be a positive integer", num_envs)
+    mode = data.get("autoreset_mode", "NextStep")
+    try:
+        autoreset_mode(mode)
+    except ValueError as exc:
+        raise _validation(["autoreset_mode"], str(exc), mode) from exc
+    return num_envs, mode
+
+
+async def serve_vector(server: "_Server", websocket: "WebSocket") -> None:
+    """The ``WS /vector`` endpoint: open a vector env, then answer until ``close``."""
+    codec, _chosen, reply = await server.accept(websocket)
+    try:
+        message = await _next_message(websocket, codec)
+        if message is None:
+            return
+        num_envs, mode = _open_request(parse_vector_message(message, first=True)[1])
+    except WireError as exc:
+        await reply(exc.to_message())
+        await websocket.close(1000)
+        return
+    if await server.refuse_if_full(websocket, reply, num_envs):
+        return
+    session = VectorSession(
+        server.source,
+        num_envs=num_envs,
+        autoreset=mode,
+        backend=server.vector_backend,
+        arrays=codec.binary,
+        caller=server.env_caller(),
+    )
+    async with server.hosting(websocket, session, reply):
+        await session.start()
+        await reply(session.opened())
+        while (message := await _next_message(websocket, codec)) is not None:
+            try:
+                kind, data = parse_vector_message(message, first=False)
+                if kind == "close":
+                    return
+                session.busy = True
+                answer = await session.handle(kind, data)
+            except WireError as exc:
+                if exc.code in CLOSING_ERRORS:
+                    raise
+                answer = exc.to_message()
+            finally:
+                session.busy = False
+            await reply(answer)
+            if session.stop_reason is not None:  # the server is draining
+                return

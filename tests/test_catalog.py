@@ -1,0 +1,329 @@
+"""The OpenEnv catalog: ids, embedded servers and their lifetime, upstream schemas."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import openenv_gym
+from openenv_gym import catalog
+from openenv_gym.errors import OpenEnvGymError, ValidationError
+
+pytest.importorskip("chess")
+
+CAPTURES = Path(__file__).resolve().parents[2] / "shared" / "docs" / "openenv-captures"
+UPSTREAM_SCHEMAS = CAPTURES / "real-env-json-schemas.json"
+
+
+def listening_ports() -> set[int]:
+    """TCP ports in LISTEN state on this machine, read from /proc (no psutil)."""
+    ports = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        if not os.path.exists(table):
+            continue
+        with open(table) as lines:
+            next(lines)
+            for line in lines:
+                fields = line.split()
+                if fields[3] == "0A":  # TCP_LISTEN
+                    ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+    return ports
+
+
+def process_gone(pid: int) -> bool:
+    """``True`` once ``pid`` has exited (a zombie waiting for its reaper counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def wait_until(condition, timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return condition()
+
+
+def play_random_game(env: gym.Env, seed: int, max_steps: int = 600) -> list[tuple]:
+    """Random legal moves to the end of the game; the (fen-or-obs, reward, terminated) trail."""
+    rng = np.random.default_rng(seed)
+    obs, info = env.reset(seed=seed)
+    trail = []
+    for _ in range(max_steps):
+        if isinstance(obs, dict):  # raw codec
+            action = {"move": str(rng.choice(list(obs["legal_moves"])))}
+        else:
+            action = int(rng.choice(np.flatnonzero(info["action_mask"])))
+        obs, reward, terminated, truncated, info = env.step(action)
+        trail.append((obs["fen"] if isinstance(obs, dict) else obs.tobytes(), reward, terminated))
+        if terminated or truncated:
+            return trail
+    raise AssertionError(f"no end of game within {max_steps} moves")
+
+
+# -- registration and listing ----------------------------------------------------
+
+
+def test_catalog_ids_are_registered_and_listed(monkeypatch):
+    monkeypatch.delenv("OPENENV_ECHO_URL", raising=False)
+    ids = [entry.id for entry in openenv_gym.list_envs()]
+    for name in ("Chess", "Echo", "Connect4", "GridWorld", "Maze", "Snake"):
+        assert f"openenv/{name}-v0" in ids
+        assert f"openenv/{name}-v0" in gym.registry
+    chess_entry = catalog.get("openenv/Chess-v0")
+    assert chess_entry.upstream == "chess_env" and chess_entry.env_var == "OPENENV_CHESS_URL"
+    assert chess_entry.server_source().startswith("embedded")
+    assert "base_url" in catalog.get("Echo").server_source()
+    monkeypatch.setenv("OPENENV_ECHO_URL", "http://127.0.0.1:9")
+    assert catalog.get("Echo").server_source() == "$OPENENV_ECHO_URL = http://127.0.0.1:9"
+
+
+def test_cli_list_shows_ids_upstream_envs_and_server_sources():
+    out = subprocess.run(
+        [sys.executable, "-m", "openenv_gym.cli", "list"], capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    for entry in openenv_gym.list_envs():
+        line = next(line for line in out.stdout.splitlines() if line.startswith(entry.id))
+        assert entry.upstream in line
+
+
+@pytest.mark.parametrize(
+    "name, upstream, models",
+    [
+        ("Chess", "chess_env", ("ChessAction", "ChessObservation", "ChessState")),
+        ("Connect4", "connect4_env", ("Connect4Action", "Connect4Observation", "Connect4State")),
+        ("GridWorld", "grid_world_env", ("GridWorldAction", "GridWorldObservation", None)),
+    ],
+)
+def test_builtin_schemas_are_the_upstream_pydantic_schemas(name, upstream, models):
+    if not UPSTREAM_SCHEMAS.exists():
+        pytest.skip("shared/docs/openenv-captures is not beside the repository")
+    captured = json.loads(UPSTREAM_SCHEMAS.read_text())[upstream]
+    schema = catalog.get(name).schema()
+    for part, model in zip(("action", "observation", "state"), models):
+        if model is not None:
+            assert schema[part] == captured[model], (name, part)
+    assert schema["reset_observation"] == schema["observation"]
+
+
+def test_env_without_builtin_server_says_what_to_do(monkeypatch):
+    monkeypatch.delenv("OPENENV_ECHO_URL", raising=False)
+    with pytest.raises(OpenEnvGymError, match="OPENENV_ECHO_URL"):
+        gym.make("openenv/Echo-v0")
+    with pytest.raises(OpenEnvGymError, match="no codec"):
+        gym.make("openenv/Chess-v0", codec="nope")
+
+
+# -- the embedded chess server ----------------------------------------------------
+
+
+@pytest.mark.parametrize("codec", ["alphazero", "raw"])
+def test_chess_random_game_to_the_end_then_no_process_or_port_left(codec):
+    before = listening_ports()
+    env = gym.make("openenv/Chess-v0", codec=codec)
+    server = env.unwrapped.server
+    assert server.running and server.port in listening_ports()
+    if codec == "alphazero":
+        assert env.action_space == gym.spaces.Discrete(4672)
+        assert env.observation_space.shape == (8, 8, 111)
+    trail = play_random_game(env, seed=3)
+    assert trail[-1][2] is True and trail[-1][1] in (-1.0, 0.0, 1.0)
+    env.close()
+    assert process_gone(server.pid)
+    assert server.port not in listening_ports()
+    assert listening_ports() <= before | listening_ports() - {server.port}
+    env.close()  # idempotent
+
+
+def test_chess_rules_rewards_and_state():
+    env = gym.make("openenv/Chess-v0", codec="raw", server_kwargs={"opponent": None})
+    try:
+        obs, _ = env.reset(options={"fen": "6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1"})
+        obs, reward, terminated, _, _ = env.step({"move": "a1a2"})  # not mate
+        assert (reward, terminated) == (0.0, False)
+        obs, reward, terminated, _, _ = env.step({"move": "e2e4"})  # illegal: game goes on
+        assert (reward, terminated) == (-0.1, False)
+        obs, reward, terminated, _, _ = env.step({"move": "g8h8"})
+        obs, reward, terminated, _, _ = env.step({"move": "a2a8"})  # back-rank mate
+        assert (reward, terminated, obs["result"]) == (1.0, True, "1-0")
+        state = env.unwrapped.state()
+        assert state["move_history"] == ["a1a2", "g8h8", "a2a8"] and state["step_count"] == 3
+        assert state["current_player"] == "black" and state["fen"] == obs["fen"]
+        with pytest.raises(ValidationError, match="extra_forbidden|Extra"):
+            env.unwrapped._live().request({"type": "step", "data": {"move": "e2e4", "piece": "P"}})
+        with pytest.raises(ValidationError):
+            env.unwrapped._live().request({"type": "reset", "data": {"colour": "black"}})
+    finally:
+        env.close()
+
+
+def test_sigkill_of_the_owner_leaves_no_server_behind(tmp_path):
+    script = tmp_path / "owner.py"
+    script.write_text(textwrap.dedent("""
+        import sys, time, gymnasium as gym, openenv_gym
+        env = gym.make("openenv/Chess-v0")
+        env.reset(seed=0)
+        server = env.unwrapped.server
+        print(server.pid, server.port, flush=True)
+        time.sleep(120)
+    """))
+    owner = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    try:
+        pid, port = map(int, owner.stdout.readline().split())
+        assert not process_gone(pid) and port in listening_ports()
+        owner.send_signal(signal.SIGKILL)
+        owner.wait(10)
+        assert wait_until(lambda: process_gone(pid), timeout=8), "the server outlived its owner"
+        assert wait_until(lambda: port not in listening_ports(), timeout=2)
+    finally:
+        if owner.poll() is None:
+            owner.kill()
+            owner.wait(5)
+
+
+def test_env_var_points_the_id_at_a_running_server(monkeypatch):
+    with catalog.embedded.EmbeddedServer.start("chess") as server:
+        monkeypatch.setenv("OPENENV_CHESS_URL", server.url)
+        env = gym.make("openenv/Chess-v0")
+        try:
+            assert type(env.unwrapped) is openenv_gym.RemoteEnv and env.unwrapped.base_url == server.url
+            env.reset(seed=0)
+            with pytest.raises(OpenEnvGymError, match="server_kwargs"):
+                gym.make("openenv/Chess-v0", server_kwargs={"opponent": None})
+        finally:
+            env.close()
+        assert server.running  # not ours to stop
+    assert process_gone(server.pid)
+
+
+# -- the same env against a server built on the official openenv package ------------
+
+
+def upstream_chess_app():
+    """chess_env's models and app as upstream builds them, on ``openenv``'s create_app,
+    with the game rules of the built-in env (the test is about the wire, not the rules)."""
+    from openenv.core.env_server import create_app
+    from openenv.core.env_server.interfaces import Environment
+    from openenv.core.env_server.types import Action, Observation, State
+    from pydantic import Field
+
+    from openenv_gym.catalog.chess_env import ChessEnvironment
+
+    class ChessAction(Action):
+        move: str
+
+    class ChessObservation(Observation):
+        fen: str = ""
+        legal_moves: list[str] = Field(default_factory=list)
+        is_check: bool = False
+        result: str | None = None
+
+    class ChessState(State):
+        step_count: int = 0
+        fen: str = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"
+        current_player: str = "white"
+        move_history: list[str] = Field(default_factory=list)
+
+    for model, schema in (
+        (ChessAction, ChessEnvironment.action_schema),
+        (ChessObservation, ChessEnvironment.observation_schema),
+        (ChessState, ChessEnvironment.state_schema),
+    ):
+        model.__doc__ = schema["description"]
+
+    class UpstreamChess(Environment):
+        SUPPORTS_CONCURRENT_SESSIONS = True
+
+        def __init__(self):
+            super().__init__()
+            self.game = ChessEnvironment()
+
+        def reset(self, seed=None, episode_id=None, fen=None, **kwargs):
+            return self._observation(self.game.reset(seed=seed, episode_id=episode_id, fen=fen))
+
+        def step(self, action, timeout_s=None, **kwargs):
+            return self._observation(self.game.step({"move": action.move}))
+
+        def _observation(self, result):
+            return ChessObservation(
+                **result.fields, reward=result.reward, done=result.done, metadata=result.metadata
+            )
+
+        @property
+        def state(self):
+            return ChessState(**self.game.state())
+
+    return create_app(
+        UpstreamChess, ChessAction, ChessObservation, env_name="chess_env",
+        state_cls=ChessState, max_concurrent_envs=4,
+    )
+
+
+@pytest.mark.parametrize("codec", ["alphazero", "raw"])
+def test_same_game_against_an_openenv_create_app_server(codec):
+    from tests.conftest import asgi_server
+
+    with asgi_server(upstream_chess_app()) as url:
+        import urllib.request
+
+        with urllib.request.urlopen(f"{url}/schema") as response:
+            upstream_schema = json.load(response)
+        ours = catalog.get("Chess").schema()
+        for part in ("action", "observation", "state"):
+            assert upstream_schema[part] == ours[part], part
+
+        remote = gym.make("openenv/Chess-v0", base_url=url, codec=codec)
+        embedded = gym.make("openenv/Chess-v0", codec=codec)
+        try:
+            assert remote.observation_space == embedded.observation_space
+            assert remote.action_space == embedded.action_space
+            assert play_random_game(remote, seed=11) == play_random_game(embedded, seed=11)
+        finally:
+            remote.close()
+            embedded.close()
+
+
+# -- the other built-in servers ----------------------------------------------------
+
+
+def test_connect4_and_gridworld_builtins():
+    env = gym.make("openenv/Connect4-v0")
+    try:
+        obs, info = env.reset(seed=0)
+        assert list(obs["legal_actions"]) == list(range(7)) and info["metadata"]["next_player"] == 1
+        for column in (0, 1, 0, 1, 0, 1):
+            obs, reward, terminated, _, _ = env.step({"column": column})
+            assert not terminated
+        obs, reward, terminated, _, _ = env.step({"column": 0})  # four in column 0
+        assert (reward, terminated) == (1.0, True)
+        assert np.asarray(obs["board"])[2:, 0].tolist() == [1, 1, 1, 1]
+    finally:
+        env.close()
+
+    env = gym.make("openenv/GridWorld-v0")
+    try:
+        assert env.action_space == gym.spaces.Dict({"action": gym.spaces.Discrete(4)})
+        env.reset()
+        down, right = 1, 3  # indices into the enum UP, DOWN, LEFT, RIGHT
+        steps = [down] * 4 + [right] * 4
+        for i, move in enumerate(steps):
+            obs, reward, terminated, _, _ = env.step({"action": move})
+        assert (int(obs["x"]), int(obs["y"]), reward, terminated) == (4, 4, 1.0, True)
+        assert obs["message"] == "You found the goal!"
+    finally:
+        env.close()

@@ -1,0 +1,225 @@
+"""RemoteVectorEnv against Gymnasium's SyncVectorEnv, stock OpenEnv servers, and slow envs."""
+
+from __future__ import annotations
+
+import time
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.vector import AutoresetMode
+
+import openenv_gym
+from openenv_gym.errors import CapacityReachedError, OpenEnvGymError, ProtocolMismatchError
+from tests.conftest import asgi_server
+from tests.envs import CompositeEnv, SlowEnv
+
+ENVS = {
+    "CartPole-v1": lambda: gym.make("CartPole-v1"),
+    "Acrobot-v1": lambda: gym.make("Acrobot-v1"),
+    "Pendulum-v1": lambda: gym.make("Pendulum-v1"),
+    "Composite": CompositeEnv,  # Dict observation with Box, MultiBinary, Tuple(Discrete, Text), Sequence
+}
+SERVED = {"Composite": CompositeEnv}
+NUM_ENVS = 3
+STEPS = 1000
+
+
+@pytest.fixture(scope="module")
+def servers():
+    """One openenv-gym server per env, for the whole module."""
+    import contextlib
+
+    with contextlib.ExitStack() as stack:
+        yield {
+            name: stack.enter_context(openenv_gym.local_server(SERVED.get(name, name), max_sessions=64))
+            for name in ENVS
+        }
+
+
+def assert_same(a, b, path="value"):
+    """Exact equality of values, dtypes and container types (NaN equals NaN).
+
+    Dict key order is not compared: a Dict observation decoded from the wire has
+    its space's key order, the env's own dict may not (both are the same value)."""
+    if isinstance(b, dict):
+        assert isinstance(a, dict) and set(a) == set(b), f"{path}: keys {list(a)} != {list(b)}"
+        for key in b:
+            assert_same(a[key], b[key], f"{path}[{key!r}]")
+    elif isinstance(b, np.ndarray):
+        assert isinstance(a, np.ndarray), f"{path}: {type(a)} is not an ndarray"
+        assert a.dtype == b.dtype and a.shape == b.shape, f"{path}: {a.dtype}{a.shape} != {b.dtype}{b.shape}"
+        if b.dtype == object:
+            for i, (x, y) in enumerate(zip(a, b)):
+                assert_same(x, y, f"{path}[{i}]")
+        else:
+            assert np.array_equal(a, b, equal_nan=b.dtype.kind in "fc"), f"{path}: {a} != {b}"
+    elif isinstance(b, (tuple, list)):
+        assert type(a) is type(b) and len(a) == len(b), f"{path}: {a!r} != {b!r}"
+        for i, (x, y) in enumerate(zip(a, b)):
+            assert_same(x, y, f"{path}[{i}]")
+    else:
+        assert a == b and type(a) is type(b), f"{path}: {a!r} ({type(a)}) != {b!r} ({type(b)})"
+
+
+def run_parity(envs: gym.vector.VectorEnv, ref: gym.vector.VectorEnv, mode: AutoresetMode, steps: int) -> int:
+    """Step both with the same actions; return the number of episode ends seen."""
+    ref.action_space.seed(1)
+    assert_same(envs.reset(seed=7), ref.reset(seed=7), "reset")
+    ends = 0
+    for t in range(steps):
+        actions = ref.action_space.sample()
+        got, want = envs.step(actions), ref.step(actions)
+        assert_same(got, want, f"step {t}")
+        done = want[2] | want[3]
+        ends += int(done.sum())
+        if mode is AutoresetMode.DISABLED and done.any():
+            assert_same(envs.reset(options={"reset_mask": done}), ref.reset(options={"reset_mask": done}), f"masked reset {t}")
+    return ends
+
+
+@pytest.mark.parametrize("autoreset", list(AutoresetMode), ids=lambda m: m.value)
+@pytest.mark.parametrize("mode", ["batched", "sessions"])
+@pytest.mark.parametrize("name", list(ENVS))
+def test_parity_with_sync_vector_env(servers, name, mode, autoreset):
+    ref = gym.vector.SyncVectorEnv([ENVS[name]] * NUM_ENVS, autoreset_mode=autoreset)
+    envs = openenv_gym.RemoteVectorEnv(servers[name], NUM_ENVS, mode=mode, autoreset_mode=autoreset.value)
+    try:
+        assert envs.mode == mode
+        assert envs.metadata["autoreset_mode"] is autoreset
+        assert envs.single_observation_space == ref.single_observation_space
+        assert envs.observation_space == ref.observation_space
+        assert envs.action_space == ref.action_space
+        ends = run_parity(envs, ref, autoreset, STEPS)
+        assert ends >= 2, "the run must cross episode boundaries"
+    finally:
+        envs.close()
+        ref.close()
+
+
+@pytest.mark.parametrize("mode", ["batched", "sessions"])
+def test_parity_over_json(servers, mode):
+    """Exact types survive the JSON encoding too (type hints), final_obs included."""
+    autoreset = AutoresetMode.SAME_STEP
+    ref = gym.vector.SyncVectorEnv([CompositeEnv] * NUM_ENVS, autoreset_mode=autoreset)
+    envs = openenv_gym.RemoteVectorEnv(servers["Composite"], NUM_ENVS, mode=mode, encoding="json",
+                                       autoreset_mode=autoreset)
+    try:
+        assert run_parity(envs, ref, autoreset, 100) >= 2
+    finally:
+        envs.close()
+        ref.close()
+
+
+def test_auto_mode_many_servers_and_make_vec(servers):
+    url = servers["CartPole-v1"]
+    ref = gym.vector.SyncVectorEnv([ENVS["CartPole-v1"]] * 5)
+    # Two servers (here: the same one twice), envs 0-2 on the first, 3-4 on the second.
+    envs = gym.make_vec("openenv/Remote-v0", num_envs=5, vectorization_mode="vector_entry_point",
+                        base_url=[url, url])
+    try:
+        assert isinstance(envs, openenv_gym.RemoteVectorEnv) and envs.mode == "batched"
+        assert run_parity(envs, ref, AutoresetMode.NEXT_STEP, 200) >= 2
+    finally:
+        envs.close()
+        ref.close()
+
+
+def test_call_get_attr_set_attr_render():
+    with openenv_gym.local_server(CompositeEnv, env_kwargs={"render_mode": "rgb_array"}) as url:
+        with pytest.raises(OpenEnvGymError, match="batched"):
+            sessions = openenv_gym.RemoteVectorEnv(url, 2, mode="sessions")
+            try:
+                sessions.get_attr("render_mode")
+            finally:
+                sessions.close()
+        envs = openenv_gym.RemoteVectorEnv(url, 2, mode="batched")
+        try:
+            envs.reset(seed=0)
+            assert envs.get_attr("render_mode") == ("rgb_array", "rgb_array")
+            envs.set_attr("marker", [1, 2])
+            assert envs.get_attr("marker") == (1, 2)
+            assert envs.call("render")[0].shape == (8, 8, 3)
+            frames = envs.render()
+            assert len(frames) == 2 and frames[0].dtype == np.uint8
+            with pytest.raises(openenv_gym.errors.ValidationError):
+                envs.get_attr("__class__")
+        finally:
+            envs.close()
+
+
+def test_server_advertises_vector_and_refuses_bad_opens(servers):
+    from openenv_gym.client.connection import get_json
+
+    schema = get_json(f"{servers['CartPole-v1']}/schema")
+    assert schema["x-openenv-gym"]["vector"] == {"path": "/vector", "version": 1}
+    with pytest.raises(ValueError, match="autoreset_mode"):
+        openenv_gym.RemoteVectorEnv(servers["CartPole-v1"], 2, autoreset_mode="sometimes")
+
+
+def test_capacity_error_up_front_openenv_gym_server():
+    with openenv_gym.local_server("CartPole-v1", max_sessions=4) as url:
+        for mode in ("batched", "sessions"):
+            with pytest.raises(CapacityReachedError, match="--max-sessions 6") as info:
+                openenv_gym.RemoteVectorEnv(url, 6, mode=mode)
+            assert info.value.details["max_sessions"] == 4
+        envs = openenv_gym.RemoteVectorEnv(url, 4)  # the refused sessions were all released
+        envs.close()
+
+
+# -- stock OpenEnv servers (the official openenv package) -------------------------
+
+
+def test_stock_server_sessions_mode_steps_like_sync_vector_env():
+    from tests.stock_server import make_app
+
+    with asgi_server(make_app(max_concurrent_envs=8)) as url, asgi_server(make_app(max_concurrent_envs=8)) as ref_url:
+        envs = openenv_gym.RemoteVectorEnv(url, 8)
+        assert envs.mode == "sessions"
+        ref = gym.vector.SyncVectorEnv([lambda: openenv_gym.RemoteEnv(ref_url)] * 8)
+        try:
+            assert envs.single_action_space == ref.single_action_space
+            assert run_parity(envs, ref, AutoresetMode.NEXT_STEP, 60) >= 8
+        finally:
+            envs.close()
+            ref.close()
+
+
+def test_stock_server_too_few_sessions_fails_before_any_step():
+    from tests.stock_server import make_app
+
+    with asgi_server(make_app(max_concurrent_envs=4)) as url:
+        with pytest.raises(CapacityReachedError, match="max_concurrent_envs=8") as info:
+            openenv_gym.RemoteVectorEnv(url, 8)
+        assert "allows 4 sessions" in str(info.value)
+        with pytest.raises(ProtocolMismatchError, match="mode='sessions'"):
+            openenv_gym.RemoteVectorEnv(url, 2, mode="batched")
+        envs = openenv_gym.RemoteVectorEnv(url, 4)  # nothing leaked
+        envs.close()
+
+
+# -- partial batches ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["sessions", "batched"])
+def test_partial_batches_skip_a_slow_env(mode):
+    with openenv_gym.local_server(SlowEnv, env_kwargs={"delay": 0.0}) as fast, \
+            openenv_gym.local_server(SlowEnv, env_kwargs={"delay": 0.4}) as slow:
+        envs = openenv_gym.RemoteVectorEnv([fast, fast, fast, slow], 4, mode=mode, batch_size=3)
+        try:
+            envs.async_reset(seed=0)
+            seen = []
+            started = time.monotonic()
+            for _ in range(60):
+                obs, rewards, terminations, truncations, info = envs.recv()
+                assert obs.shape == (3, 1) and info["env_id"].shape == (3,)
+                seen.append(info["env_id"].tolist())
+                envs.send(np.zeros(3, dtype=np.int64), info["env_id"])
+            elapsed = time.monotonic() - started
+            slow_hits = sum(3 in ids for ids in seen)
+            assert slow_hits <= 2, seen  # the slow env answered at most twice in 60 batches
+            assert elapsed < 2.0, elapsed  # the fast envs were never held back
+            with pytest.raises(OpenEnvGymError, match="recv"):
+                envs.step(np.zeros(4, dtype=np.int64))
+        finally:
+            envs.close()

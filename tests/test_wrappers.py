@@ -1,0 +1,110 @@
+"""Every package in wrappers/ starts and passes ``openenv validate --url``."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+import yaml
+from openenv import GenericEnvClient
+
+from tests.conftest import asgi_server
+
+WRAPPERS = Path(__file__).resolve().parent.parent / "wrappers"
+NAMES = sorted(p.name for p in WRAPPERS.iterdir() if (p / "openenv.yaml").exists())
+
+
+def load_app(name: str):
+    """Import wrappers/NAME/server/app.py as a package module (each wrapper's package is ``server``)."""
+    package = f"openenv_wrapper_{name}"
+    spec = importlib.util.spec_from_file_location(
+        package, WRAPPERS / name / "server" / "__init__.py",
+        submodule_search_locations=[str(WRAPPERS / name / "server")],
+    )
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[package] = module
+    spec.loader.exec_module(module)
+    return importlib.import_module(f"{package}.app")
+
+
+def test_every_expected_wrapper_exists():
+    assert {"cartpole", "frozenlake", "pendulum", "connect_four", "tictactoe",
+            "legacy_gym21", "chess"} <= set(NAMES)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_wrapper_layout(name):
+    folder = WRAPPERS / name
+    manifest = yaml.safe_load((folder / "openenv.yaml").read_text())
+    assert manifest == {"spec_version": 1, "name": name, "type": "space", "runtime": "fastapi",
+                        "app": "server.app:app", "port": 8000}
+    project = tomllib.loads((folder / "pyproject.toml").read_text())["project"]
+    assert any(d.startswith("openenv-gym") for d in project["dependencies"])
+    assert project["scripts"]["server"] == "server.app:main"
+    readme = (folder / "README.md").read_text()
+    front = yaml.safe_load(readme.split("---")[1])
+    assert front["sdk"] == "docker" and front["app_port"] == 8000 and "openenv" in front["tags"]
+    dockerfile = (folder / "Dockerfile").read_text()
+    assert "EXPOSE 8000" in dockerfile and "/health" in dockerfile
+    source = (folder / "server" / "app.py").read_text()
+    assert source.count("openenv_gym.create_app(") == 1 and 'if __name__ == "__main__":' in source
+
+
+@pytest.fixture(scope="module")
+def served_wrappers():
+    """Every wrapper app under uvicorn on 127.0.0.1, all stopped at the end."""
+    with contextlib.ExitStack() as stack:
+        apps = {name: load_app(name).app for name in NAMES}
+        yield {name: (app, stack.enter_context(asgi_server(app))) for name, app in apps.items()}
+
+
+@pytest.fixture(scope="module")
+def validate_reports(served_wrappers):
+    """``openenv validate --url URL --json`` for every wrapper, run side by side
+    (the CLI takes seconds to start)."""
+    cli = os.path.join(os.path.dirname(sys.executable), "openenv")
+    procs = {
+        name: subprocess.Popen([cli, "validate", "--url", url, "--json"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for name, (_, url) in served_wrappers.items()
+    }
+    reports = {}
+    try:
+        for name, proc in procs.items():
+            stdout, _ = proc.communicate(timeout=120)
+            reports[name] = (proc.returncode, json.loads(stdout[stdout.index("{"):]))
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(5)
+    return reports
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_wrapper_passes_openenv_validate(name, validate_reports):
+    returncode, report = validate_reports[name]
+    assert [c for c in report["criteria"] if not c["passed"]] == []
+    assert report["passed"] is True and returncode == 0
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_official_client_plays_each_wrapper(name, served_wrappers):
+    app, url = served_wrappers[name]
+    with GenericEnvClient(base_url=url).sync() as client:
+        result = client.reset(seed=0)
+        for _ in range(5):
+            if result.done:
+                break
+            legal = result.observation.get("legal_actions")
+            action = legal[0] if legal else app.state.openenv_gym.source.action_space.sample()
+            result = client.step({"action": action.tolist() if hasattr(action, "tolist") else action})
+        assert isinstance(result.observation["terminated"], bool)

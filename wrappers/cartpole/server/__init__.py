@@ -1,0 +1,1 @@
+"""CartPole served as an OpenEnv environment."""

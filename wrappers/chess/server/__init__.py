@@ -1,0 +1,1 @@
+"""Chess served as an OpenEnv environment."""

@@ -1,0 +1,1 @@
+"""Connect Four served as an OpenEnv environment."""

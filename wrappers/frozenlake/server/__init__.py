@@ -1,0 +1,1 @@
+"""FrozenLake served as an OpenEnv environment."""

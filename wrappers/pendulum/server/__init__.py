@@ -1,0 +1,1 @@
+"""Pendulum served as an OpenEnv environment."""

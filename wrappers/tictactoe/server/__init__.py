@@ -1,0 +1,1 @@
+"""Tic-Tac-Toe served as an OpenEnv environment."""

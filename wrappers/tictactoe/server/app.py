@@ -1,0 +1,19 @@
+"""Tic-Tac-Toe as an OpenEnv server: one call to openenv-gym.
+
+    uvicorn server.app:app --host 0.0.0.0 --port 8000     # or: python -m server.app
+"""
+
+import openenv_gym
+
+app = openenv_gym.create_app("pettingzoo.classic.tictactoe_v3")
+
+
+def main() -> None:
+    """Serve on 0.0.0.0:8000 (the port of an OpenEnv container / Hugging Face Space)."""
+    import uvicorn
+
+    uvicorn.run(app, host="0.0.0.0", port=8000)
+
+
+if __name__ == "__main__":
+    main()
