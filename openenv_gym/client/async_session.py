@@ -24,18 +24,12 @@ from typing import Any
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
-from ..errors import (
-    ConnectionClosedError,
-    MessageTimeoutError,
-    ProtocolMismatchError,
-    RemoteError,
-    remote_error,
-)
-from ..wire import CLOSING_ERRORS, MSGPACK_SUBPROTOCOL, ErrorCode, Limits, WireError, codec_for, parse_server_message
+from ..errors import ConnectionClosedError, MessageTimeoutError, ProtocolMismatchError, RemoteError
+from ..wire import CLOSING_ERRORS
 from .connection import _is_loopback, ws_url
-from .session import _OFFERS, Encoding
+from .session import OFFERS, Encoding, RemoteSession, negotiated_codec, parse_reply
 
-__all__ = ["AsyncSession"]
+__all__ = ["AsyncSession", "BlockingSession"]
 
 _HAS_PROXY_OPTION = "proxy" in inspect.signature(connect.__init__).parameters
 
@@ -74,7 +68,7 @@ class AsyncSession:
     ) -> "AsyncSession":
         """Connect to ``path`` of the server at ``base_url``; no compression
         (msgpack frames want none, and stock servers accept its absence)."""
-        if encoding not in _OFFERS:
+        if encoding not in OFFERS:
             raise ValueError(f"encoding must be 'auto', 'json' or 'msgpack', not {encoding!r}")
         url = ws_url(base_url, path)
         options: dict[str, Any] = {}
@@ -83,7 +77,7 @@ class AsyncSession:
         try:
             websocket = await connect(
                 url,
-                subprotocols=list(_OFFERS[encoding]),
+                subprotocols=list(OFFERS[encoding]),
                 compression=None,
                 additional_headers=dict(headers or {}),
                 open_timeout=connect_timeout,
@@ -94,15 +88,12 @@ class AsyncSession:
             )
         except (OSError, InvalidHandshake, asyncio.TimeoutError) as exc:
             raise ConnectionClosedError(f"Failed to connect to {url}: {exc}") from exc
-        chosen = websocket.subprotocol
-        if encoding == "msgpack" and chosen != MSGPACK_SUBPROTOCOL:
+        try:
+            codec = negotiated_codec(url, encoding, websocket.subprotocol, max_message_bytes)
+        except ProtocolMismatchError:
             await websocket.close()
-            raise ProtocolMismatchError(
-                f"{url} does not offer msgpack frames (it is not an openenv-gym server); "
-                f"use encoding='json' or 'auto'"
-            )
-        limits = Limits(max_frame_bytes=max_message_bytes, max_array_bytes=max_message_bytes)
-        return cls(websocket, url, codec_for(chosen, limits), message_timeout)
+            raise
+        return cls(websocket, url, codec, message_timeout)
 
     async def request(self, message: dict) -> dict:
         """Send ``message`` and return the ``data`` of the server's reply."""
@@ -126,17 +117,11 @@ class AsyncSession:
         except ConnectionClosed as exc:
             raise ConnectionClosedError(f"Connection to {self.url} is closed ({exc})") from exc
         try:
-            reply = parse_server_message(self.codec.decode(frame))
-        except WireError as exc:
-            raise RemoteError(
-                f"unreadable reply from {self.url}: {exc.message}", code=ErrorCode.SESSION_ERROR
-            ) from exc
-        if reply["type"] == "error":
-            error = remote_error(reply["data"])
+            return parse_reply(self.codec, frame, self.url)
+        except RemoteError as error:
             if error.code in CLOSING_ERRORS:
                 await self.websocket.close()
-            raise error
-        return reply["data"]
+            raise
 
     async def close(self) -> None:
         """Send OpenEnv's ``close`` message and close the connection (idempotent)."""
@@ -145,3 +130,29 @@ class AsyncSession:
         except ConnectionClosed:
             pass
         await self.websocket.close()
+
+
+class BlockingSession:
+    """The :class:`AsyncSession` interface over a blocking
+    :class:`~openenv_gym.client.session.RemoteSession`.
+
+    Its coroutines never suspend, so :class:`~openenv_gym.client.loop.InlineRunner`
+    drives them in the caller's thread: no event loop and no thread hand-off
+    per message, which is most of a round trip's cost for one lockstep batch.
+    """
+
+    def __init__(self, session: RemoteSession) -> None:
+        self.session = session
+        self.url = session.url
+        self.codec = session.codec
+        self.extended = session.extended
+
+    @property
+    def binary(self) -> bool:
+        return self.codec.binary
+
+    async def request(self, message: dict) -> dict:
+        return self.session.request(message)
+
+    async def close(self) -> None:
+        self.session.close()

@@ -20,7 +20,7 @@ import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-__all__ = ["LoopThread"]
+__all__ = ["LoopThread", "InlineRunner"]
 
 T = TypeVar("T")
 
@@ -69,3 +69,29 @@ class LoopThread:
             self._thread.join(timeout)
         if not self._thread.is_alive():
             self.loop.close()
+
+
+class InlineRunner:
+    """Runs coroutines that never suspend in the caller's thread.
+
+    The stand-in for :class:`LoopThread` when a vector env has a single
+    lockstep session over a blocking connection
+    (:class:`~openenv_gym.client.async_session.BlockingSession`): the same
+    coroutine code runs with no event loop and no thread hand-off.
+
+        >>> async def answer():
+        ...     return 42
+        >>> InlineRunner().run(answer())
+        42
+    """
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        try:
+            coro.send(None)
+        except StopIteration as stop:
+            return stop.value
+        coro.close()
+        raise RuntimeError("InlineRunner.run() got a coroutine that waits for the event loop")
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Nothing to stop (kept for the :class:`LoopThread` interface)."""

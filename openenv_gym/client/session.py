@@ -25,6 +25,7 @@ from ..wire import (
     CLOSING_ERRORS,
     JSON_SUBPROTOCOL,
     MSGPACK_SUBPROTOCOL,
+    Codec,
     ErrorCode,
     Limits,
     WireError,
@@ -33,16 +34,41 @@ from ..wire import (
 )
 from .connection import Connection, ws_url
 
-__all__ = ["RemoteSession", "Encoding"]
+__all__ = ["RemoteSession", "Encoding", "parse_reply", "negotiated_codec", "OFFERS"]
 
 #: ``"auto"`` uses msgpack when the server offers it and JSON otherwise.
 Encoding = Literal["auto", "json", "msgpack"]
 
-_OFFERS = {
+OFFERS = {
     "auto": (MSGPACK_SUBPROTOCOL, JSON_SUBPROTOCOL),
     "msgpack": (MSGPACK_SUBPROTOCOL,),
     "json": (JSON_SUBPROTOCOL,),
 }
+
+
+def negotiated_codec(url: str, encoding: Encoding, chosen: str | None, max_message_bytes: int) -> Codec:
+    """The codec for the subprotocol the server chose; ``encoding="msgpack"``
+    refuses a server that did not choose msgpack instead of falling back."""
+    if encoding == "msgpack" and chosen != MSGPACK_SUBPROTOCOL:
+        raise ProtocolMismatchError(
+            f"{url} does not offer msgpack frames (it is not an openenv-gym server); "
+            f"use encoding='json' or 'auto'"
+        )
+    return codec_for(chosen, Limits(max_frame_bytes=max_message_bytes, max_array_bytes=max_message_bytes))
+
+
+def parse_reply(codec: Codec, frame: str | bytes, url: str) -> dict:
+    """The ``data`` of a server reply frame; an error frame raises the
+    :class:`~openenv_gym.errors.RemoteError` subclass for its code."""
+    try:
+        reply = parse_server_message(codec.decode(frame))
+    except WireError as exc:
+        raise RemoteError(
+            f"unreadable reply from {url}: {exc.message}", code=ErrorCode.SESSION_ERROR
+        ) from exc
+    if reply["type"] == "error":
+        raise remote_error(reply["data"])
+    return reply["data"]
 
 
 class RemoteSession:
@@ -67,13 +93,13 @@ class RemoteSession:
         compression: str | None = None,
         path: str = "/ws",
     ) -> None:
-        if encoding not in _OFFERS:
+        if encoding not in OFFERS:
             raise ValueError(f"encoding must be 'auto', 'json' or 'msgpack', not {encoding!r}")
         self.url = ws_url(base_url, path)
         self.message_timeout = message_timeout
         self.connection = Connection.open(
             self.url,
-            subprotocols=_OFFERS[encoding],
+            subprotocols=OFFERS[encoding],
             headers=headers,
             connect_timeout=connect_timeout,
             max_message_bytes=max_message_bytes,
@@ -82,14 +108,11 @@ class RemoteSession:
             ping_timeout=ping_timeout,
         )
         chosen = self.connection.subprotocol
-        if encoding == "msgpack" and chosen != MSGPACK_SUBPROTOCOL:
+        try:
+            self.codec = negotiated_codec(self.url, encoding, chosen, max_message_bytes)
+        except ProtocolMismatchError:
             self.connection.close()
-            raise ProtocolMismatchError(
-                f"{self.url} does not offer msgpack frames (it is not an openenv-gym server); "
-                f"use encoding='json' or 'auto'"
-            )
-        self.codec = codec_for(chosen, Limits(max_frame_bytes=max_message_bytes,
-                                              max_array_bytes=max_message_bytes))
+            raise
         #: ``True`` when the server is an openenv-gym server (it selected one of our subprotocols).
         self.extended = chosen is not None
 
@@ -120,17 +143,11 @@ class RemoteSession:
             self.connection.close(timeout=0.1)
             raise
         try:
-            reply = parse_server_message(self.codec.decode(frame))
-        except WireError as exc:
-            raise RemoteError(
-                f"unreadable reply from {self.url}: {exc.message}", code=ErrorCode.SESSION_ERROR
-            ) from exc
-        if reply["type"] == "error":
-            error = remote_error(reply["data"])
+            return parse_reply(self.codec, frame, self.url)
+        except RemoteError as error:
             if error.code in CLOSING_ERRORS:
                 self.connection.close()
-            raise error
-        return reply["data"]
+            raise
 
     def close(self) -> None:
         """Send OpenEnv's ``close`` message and close the connection (idempotent)."""

@@ -45,11 +45,11 @@ from gymnasium.vector.utils import batch_space
 from ..errors import CapacityReachedError, OpenEnvGymError, ProtocolMismatchError
 from ..vector_wire import VECTOR_PATH, VECTOR_VERSION, AutoresetLike
 from ..vector_wire import autoreset_mode as _autoreset_mode
-from .async_session import AsyncSession
+from .async_session import AsyncSession, BlockingSession
 from .connection import get_json, http_url
-from .contract import contract_from_schema
-from .loop import LoopThread
-from .session import Encoding
+from .contract import Contract, contract_from_schema
+from .loop import InlineRunner, LoopThread
+from .session import Encoding, RemoteSession
 from .vector_units import Batch, SessionUnit, VectorUnit, concat_batches
 
 __all__ = ["RemoteVectorEnv", "VectorMode"]
@@ -111,7 +111,7 @@ class RemoteVectorEnv(VectorEnv):
         ping_timeout: float | None = 20.0,
     ) -> None:
         self._units: list[Unit] = []
-        self._loop: LoopThread | None = None
+        self._loop: LoopThread | InlineRunner | None = None
         urls = [base_url] if isinstance(base_url, str) else list(base_url)
         if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive integer, not {num_envs!r}")
@@ -165,11 +165,18 @@ class RemoteVectorEnv(VectorEnv):
             message_timeout=message_timeout, max_message_bytes=max_message_bytes,
             ping_interval=ping_interval, ping_timeout=ping_timeout,
         )
-        self._loop = LoopThread(self.base_urls[0])
         self._inflight: set[int] = set()  # units with a send() in progress
         self._ready: deque[Batch | BaseException] = deque()
         self._ready_event: asyncio.Event | None = None
-        self._units = self._loop.run(self._open(contracts, sizes, options))
+        if self.mode == "batched" and len(self.base_urls) == 1:
+            # One lockstep session: drive it from this thread over a blocking
+            # connection, without an event loop thread to hand each step to.
+            self._loop = InlineRunner()
+            self._ready_event = asyncio.Event()
+            self._units = [self._open_inline(contracts[0], options)]
+        else:
+            self._loop = LoopThread(self.base_urls[0])
+            self._units = self._loop.run(self._open(contracts, sizes, options))
 
     # -- opening --------------------------------------------------------------
 
@@ -188,6 +195,19 @@ class RemoteVectorEnv(VectorEnv):
         if mode == "auto":
             return "sessions" if lacking else "batched"
         return mode
+
+    def _open_inline(self, contract: Contract, options: dict) -> VectorUnit:
+        session = BlockingSession(RemoteSession(self.base_urls[0], path=VECTOR_PATH, **options))
+        unit = VectorUnit(session, contract, np.arange(self.num_envs))
+        try:
+            InlineRunner().run(unit.open(self.autoreset_mode))
+        except CapacityReachedError as error:
+            session.session.close()
+            raise self._capacity_error(0, error, [self.num_envs]) from error
+        except BaseException:
+            session.session.close()
+            raise
+        return unit
 
     async def _open(self, contracts: list, sizes: list[int], options: dict) -> list[Unit]:
         self._ready_event = asyncio.Event()
@@ -385,6 +405,12 @@ class RemoteVectorEnv(VectorEnv):
 
     def _start(self, index: int, coro: Any) -> None:
         """Run one unit's request in the background; its answer joins the ready queue."""
+        if isinstance(self._loop, InlineRunner):  # one lockstep session: answer now
+            try:
+                self._ready.append(self._loop.run(coro))
+            except Exception as exc:  # noqa: BLE001 - recv() raises it
+                self._ready.append(exc)
+            return
         self._inflight.add(index)
         task = asyncio.ensure_future(coro)
 
@@ -444,7 +470,7 @@ class RemoteVectorEnv(VectorEnv):
             rewards, terminations, truncations = np.array(rewards), np.array(terminations), np.array(truncations)
         return self._copy(batch.obs), rewards, terminations, truncations, infos
 
-    def _live(self) -> LoopThread:
+    def _live(self) -> LoopThread | InlineRunner:
         if self._loop is None or self.closed:
             raise OpenEnvGymError("this RemoteVectorEnv is closed; create a new one to reconnect")
         return self._loop
@@ -461,7 +487,10 @@ class RemoteVectorEnv(VectorEnv):
             await asyncio.wait_for(closing, 10.0)
 
         try:
-            if units:
+            if isinstance(loop, InlineRunner):
+                for unit in units:
+                    loop.run(unit.close())
+            elif units:
                 loop.run(close_all())
         except Exception:  # noqa: BLE001 - closing must not raise
             pass
