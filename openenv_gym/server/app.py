@@ -21,7 +21,7 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from starlette.applications import Starlette
@@ -36,6 +36,7 @@ from ..wire import (
     CLOSING_ERRORS,
     SUBPROTOCOLS,
     ClientMessage,
+    Codec,
     ErrorCode,
     Limits,
     WireError,
@@ -44,14 +45,15 @@ from ..wire import (
     parse_client_message,
 )
 from .auth import TokenAuth, token_from_env
+from .fields import FieldsSession
 from .mcp import PARSE_ERROR, handle_jsonrpc
 from .metrics import Metrics
-from .schema import metadata_document, openapi_document, schema_document
 from .multiagent import AGENTS_PATH, Opponent, serve_agents
-from .fields import FieldsSession
+from .schema import metadata_document, openapi_document, schema_document
 from .session import EnvCaller, Execution, Session
-from .vector import VectorBackend, serve_vector
 from .source import EnvLike, EnvSource, resolve
+from .transport import next_frame
+from .vector import VectorBackend, serve_vector
 
 __all__ = ["create_app", "DEFAULT_MAX_SESSIONS", "DEFAULT_SESSION_TIMEOUT"]
 
@@ -166,7 +168,6 @@ class _Server:
 
     async def websocket(self, websocket: WebSocket, make_session: type[Session] | None = None) -> None:
         codec, chosen, reply = await self.accept(websocket)
-        frame_key = "bytes" if codec.binary else "text"
         if await self.refuse_if_full(websocket, reply):
             return
 
@@ -178,7 +179,7 @@ class _Server:
         )
         async with self.hosting(websocket, session, reply):
             await session.start()
-            await self._serve(websocket, session, codec, reply, frame_key)
+            await self.serve_messages(websocket, session, codec, reply)
 
     @contextlib.asynccontextmanager
     async def hosting(self, websocket: WebSocket, session: Any, reply) -> AsyncIterator[None]:
@@ -226,26 +227,24 @@ class _Server:
                 "server" if session.stop_reason else "client", self.active_envs(),
             )
 
-    async def _serve(self, websocket, session, codec, reply, frame_key) -> None:
-        receive = websocket.receive
-        other_key = "text" if frame_key == "bytes" else "bytes"
-        while True:
-            event = await receive()
-            if event["type"] == "websocket.disconnect":
-                return
-            frame = event.get(frame_key)
-            if frame is None:
-                if event.get(other_key) is not None:
-                    wanted = "binary msgpack" if codec.binary else "text JSON"
-                    raise WireError(
-                        ErrorCode.SESSION_ERROR,
-                        f"This session speaks {codec.name}: send {wanted} frames "
-                        f"(negotiate the subprotocol {SUBPROTOCOLS[0]!r} for msgpack)",
-                    )
-                continue
+    async def serve_messages(
+        self,
+        websocket: WebSocket,
+        session: Any,
+        codec: Codec,
+        reply,
+        parse: Callable[[Any], ClientMessage] = parse_client_message,
+    ) -> None:
+        """Answer ``session``'s messages until ``close``, a disconnect, or a
+        closing error (raised, for :meth:`hosting` to send).
+
+        ``parse`` validates each decoded message (``/ws`` and ``/agents`` use
+        OpenEnv's rules; ``/vector`` its own message types).
+        """
+        while (frame := await next_frame(websocket, codec)) is not None:
             message = None
             try:
-                message = parse_client_message(codec.decode(frame))
+                message = parse(codec.decode(frame))
                 if message.type == "close":
                     return
                 session.busy = True

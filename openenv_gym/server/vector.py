@@ -32,9 +32,10 @@ from gymnasium.vector.utils import batch_space
 
 from .. import spaces
 from ..vector_wire import VECTOR_VERSION, autoreset_mode, infos_fields
-from ..wire import CLOSING_ERRORS, ErrorCode, WireError, apply_type_hints, jsonable, type_hints
+from ..wire import ClientMessage, ErrorCode, WireError, apply_type_hints, jsonable, type_hints
 from .session import EnvCaller, _contains, _describe, _validation
 from .source import EnvSource
+from .transport import next_frame
 
 if TYPE_CHECKING:
     from starlette.websockets import WebSocket
@@ -52,8 +53,8 @@ VECTOR_MESSAGE_TYPES = frozenset({"reset", "step", "call", "get_attr", "set_attr
 _NO_DATA = frozenset({"render", "close"})
 
 
-def parse_vector_message(message: Any, *, first: bool) -> tuple[str, dict]:
-    """Validate a decoded vector-session message; returns ``(type, data)``.
+def parse_vector_message(message: Any, *, first: bool) -> ClientMessage:
+    """Validate a decoded vector-session message.
 
     The first message must be ``vector_open``; unknown types are UNKNOWN_TYPE,
     a bad envelope VALIDATION_ERROR, as on ``/ws``.
@@ -75,7 +76,7 @@ def parse_vector_message(message: Any, *, first: bool) -> tuple[str, dict]:
         data = {}
     if not isinstance(data, dict):
         raise _validation(["data"], "Input should be a valid dictionary", data, "dict_type")
-    return kind, data
+    return ClientMessage(kind, data)
 
 
 def _public_name(data: dict) -> str:
@@ -159,9 +160,10 @@ class VectorSession:
                 pass
         self.call.shutdown()
 
-    async def handle(self, kind: str, data: dict) -> dict:
+    async def handle(self, message: ClientMessage) -> dict:
         """The reply to one validated message (never called for ``close``)."""
         self.last_activity = time.monotonic()
+        kind, data = message.type, message.data
         if kind == "step":
             return await self._step(data)
         if kind == "reset":
@@ -266,23 +268,6 @@ class VectorSession:
         return self.env
 
 
-async def _next_message(websocket: "WebSocket", codec: Any) -> Any:
-    """The next decoded message, or ``None`` when the client went away."""
-    frame_key, other_key = ("bytes", "text") if codec.binary else ("text", "bytes")
-    while True:
-        event = await websocket.receive()
-        if event["type"] == "websocket.disconnect":
-            return None
-        frame = event.get(frame_key)
-        if frame is not None:
-            return codec.decode(frame)
-        if event.get(other_key) is not None:
-            raise WireError(
-                ErrorCode.SESSION_ERROR,
-                f"This session speaks {codec.name}: send {'binary msgpack' if codec.binary else 'text JSON'} frames",
-            )
-
-
 def _open_request(data: dict) -> tuple[int, Any]:
     num_envs = data.get("num_envs")
     if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
@@ -299,10 +284,10 @@ async def serve_vector(server: "_Server", websocket: "WebSocket") -> None:
     """The ``WS /vector`` endpoint: open a vector env, then answer until ``close``."""
     codec, _chosen, reply = await server.accept(websocket)
     try:
-        message = await _next_message(websocket, codec)
-        if message is None:
+        frame = await next_frame(websocket, codec)
+        if frame is None:
             return
-        num_envs, mode = _open_request(parse_vector_message(message, first=True)[1])
+        num_envs, mode = _open_request(parse_vector_message(codec.decode(frame), first=True).data)
     except WireError as exc:
         await reply(exc.to_message())
         await websocket.close(1000)
@@ -320,19 +305,6 @@ async def serve_vector(server: "_Server", websocket: "WebSocket") -> None:
     async with server.hosting(websocket, session, reply):
         await session.start()
         await reply(session.opened())
-        while (message := await _next_message(websocket, codec)) is not None:
-            try:
-                kind, data = parse_vector_message(message, first=False)
-                if kind == "close":
-                    return
-                session.busy = True
-                answer = await session.handle(kind, data)
-            except WireError as exc:
-                if exc.code in CLOSING_ERRORS:
-                    raise
-                answer = exc.to_message()
-            finally:
-                session.busy = False
-            await reply(answer)
-            if session.stop_reason is not None:  # the server is draining
-                return
+        await server.serve_messages(
+            websocket, session, codec, reply, parse=lambda m: parse_vector_message(m, first=False)
+        )
