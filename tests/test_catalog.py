@@ -327,3 +327,22 @@ def test_connect4_and_gridworld_builtins():
         assert obs["message"] == "You found the goal!"
     finally:
         env.close()
+
+
+@pytest.mark.parametrize("codec", ["raw", "alphazero"])
+def test_make_vec_shares_one_embedded_server_and_stops_it(codec):
+    vec = gym.make_vec("openenv/Chess-v0", num_envs=3, vectorization_mode="vector_entry_point", codec=codec)
+    server = vec.server
+    try:
+        obs, infos = vec.reset(seed=0)
+        assert vec.num_envs == 3
+        for _ in range(3):
+            if codec == "raw":
+                actions = {"move": tuple(moves[0] for moves in obs["legal_moves"])}
+            else:
+                actions = np.array([np.flatnonzero(mask)[0] for mask in infos["action_mask"]])
+            obs, rewards, terminations, truncations, infos = vec.step(actions)
+            assert rewards.shape == (3,)
+    finally:
+        vec.close()
+    assert server.process.poll() is not None, "the embedded server outlived its vector env"

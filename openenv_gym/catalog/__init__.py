@@ -33,8 +33,10 @@ from typing import Any
 
 import gymnasium as gym
 from gymnasium.envs.registration import load_env_creator as import_path
+from gymnasium.vector import AutoresetMode, SyncVectorEnv, VectorEnv, VectorWrapper
 
 from ..client.remote_env import RemoteEnv
+from ..client.vector import RemoteVectorEnv
 from ..errors import OpenEnvGymError
 
 __all__ = ["CatalogEntry", "CATALOG", "list_envs", "get", "make", "register_catalog"]
@@ -151,6 +153,34 @@ class EmbeddedRemoteEnv(RemoteEnv):
             self.server.stop()
 
 
+def _codec(entry: CatalogEntry, codec: str | None) -> str:
+    codec = codec or entry.default_codec
+    if codec != "raw" and codec not in entry.codecs:
+        choices = ", ".join(["raw", *entry.codecs])
+        raise OpenEnvGymError(f"{entry.id} has no codec {codec!r}; choose one of {choices}")
+    return codec
+
+
+def _server(
+    entry: CatalogEntry, base_url: str | None, server_kwargs: dict[str, Any] | None, sessions: int
+) -> tuple[str, Any]:
+    """``(url, embedded server or None)``: ``base_url``, else the env var, else a
+    freshly started embedded server holding at least ``sessions`` sessions."""
+    url = base_url or os.environ.get(entry.env_var)
+    if url:
+        if server_kwargs:
+            raise OpenEnvGymError(
+                f"server_kwargs configure the embedded server, but {entry.id} uses the server at "
+                f"{url}: configure that server where it runs, or drop base_url / ${entry.env_var}"
+            )
+        return url, None
+    from .embedded import EmbeddedServer
+
+    entry.builtin_server()  # a clear error before any process starts
+    server = EmbeddedServer.start(entry.name, env_kwargs=server_kwargs, max_sessions=max(sessions, 64))
+    return server.url, server
+
+
 def make(
     name: str,
     *,
@@ -161,24 +191,9 @@ def make(
 ) -> gym.Env:
     """The entry point of every catalog id (see the module docstring)."""
     entry = get(name)
-    codec = codec or entry.default_codec
-    if codec != "raw" and codec not in entry.codecs:
-        choices = ", ".join(["raw", *entry.codecs])
-        raise OpenEnvGymError(f"{entry.id} has no codec {codec!r}; choose one of {choices}")
-    url = base_url or os.environ.get(entry.env_var)
-    if url:
-        if server_kwargs:
-            raise OpenEnvGymError(
-                f"server_kwargs configure the embedded server, but {entry.id} uses the server at "
-                f"{url}: configure that server where it runs, or drop base_url / ${entry.env_var}"
-            )
-        env: gym.Env = RemoteEnv(url, **remote_kwargs)
-    else:
-        from .embedded import EmbeddedServer
-
-        entry.builtin_server()  # a clear error before any process starts
-        server = EmbeddedServer.start(entry.name, env_kwargs=server_kwargs)
-        env = EmbeddedRemoteEnv(server, **remote_kwargs)
+    codec = _codec(entry, codec)
+    url, server = _server(entry, base_url, server_kwargs, 1)
+    env: gym.Env = RemoteEnv(url, **remote_kwargs) if server is None else EmbeddedRemoteEnv(server, **remote_kwargs)
     if codec == "raw":
         return env
     try:
@@ -188,8 +203,62 @@ def make(
         raise
 
 
+class _OwnsServer(VectorWrapper):
+    """A vector env that stops the embedded server it talks to when it closes."""
+
+    def __init__(self, env: VectorEnv, server: Any) -> None:
+        super().__init__(env)
+        self.server = server
+
+    def close(self, **kwargs: Any) -> None:
+        try:
+            super().close(**kwargs)
+        finally:
+            self.server.stop()
+
+
+def make_vec(
+    name: str,
+    *,
+    num_envs: int,
+    base_url: str | None = None,
+    codec: str | None = None,
+    server_kwargs: dict[str, Any] | None = None,
+    autoreset_mode: Any = AutoresetMode.NEXT_STEP,
+    **remote_kwargs: Any,
+) -> VectorEnv:
+    """The vector entry point of every catalog id.
+
+    ``gym.make_vec("openenv/Chess-v0", num_envs=8, vectorization_mode="vector_entry_point")``
+    gives ``num_envs`` sessions on one server (resolved as for :func:`make`; an embedded
+    server is shared by all of them and stops when the vector env closes). With
+    ``codec="raw"`` it is a :class:`~openenv_gym.RemoteVectorEnv` (``remote_kwargs`` go
+    to it); with a codec it is a ``SyncVectorEnv`` of codec-wrapped
+    :class:`~openenv_gym.RemoteEnv` s (``remote_kwargs`` go to each).
+    """
+    entry = get(name)
+    codec = _codec(entry, codec)
+    url, server = _server(entry, base_url, server_kwargs, num_envs)
+    try:
+        if codec == "raw":
+            vec: VectorEnv = RemoteVectorEnv(url, num_envs, autoreset_mode=autoreset_mode, **remote_kwargs)
+        else:
+            wrap = import_path(entry.codecs[codec])
+            vec = SyncVectorEnv(
+                [lambda: wrap(RemoteEnv(url, **remote_kwargs))] * num_envs,
+                autoreset_mode=autoreset_mode,
+            )
+    except BaseException:
+        if server is not None:
+            server.stop()
+        raise
+    return vec if server is None else _OwnsServer(vec, server)
+
+
 def register_catalog() -> None:
     """Register every catalog id with Gymnasium (idempotent)."""
     for entry in CATALOG:
         if entry.id not in gym.registry:
-            gym.register(id=entry.id, entry_point=make, kwargs={"name": entry.name})
+            gym.register(
+                id=entry.id, entry_point=make, vector_entry_point=make_vec, kwargs={"name": entry.name}
+            )
