@@ -465,6 +465,7 @@ class MsgpackCodec(Codec):
         self._packer = msgpack.Packer(
             default=_pack_default, use_bin_type=True, strict_types=True, autoreset=True
         )
+        self._tuple_depth = 0
 
     def encode(self, message: Any) -> bytes:
         return self._packer.pack(message)
@@ -478,7 +479,18 @@ class MsgpackCodec(Codec):
                 raise WireError(ErrorCode.INVALID_JSON, "numpy scalar with a non-empty shape")
             return array[()]
         if code == EXT_TUPLE:
-            return tuple(self._unpack(payload))
+            # Each level unpacks its payload from inside msgpack's C unpacker:
+            # bound the recursion here, before it can exhaust the C stack.
+            if self._tuple_depth >= self.limits.max_depth:
+                raise WireError(
+                    ErrorCode.INVALID_JSON,
+                    f"Message nesting exceeds the limit of {self.limits.max_depth} levels",
+                )
+            self._tuple_depth += 1
+            try:
+                return tuple(self._unpack(payload))
+            finally:
+                self._tuple_depth -= 1
         raise WireError(ErrorCode.INVALID_JSON, f"Unknown msgpack extension type {code}")
 
     def _unpack(self, data: bytes) -> Any:

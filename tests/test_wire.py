@@ -237,3 +237,15 @@ def test_lone_surrogates_echoed_in_errors_still_make_valid_utf8_frames():
     frame.encode("utf-8")  # what the transport does
     assert json.loads(frame)["data"]["code"] == "UNKNOWN_TYPE"
     assert codec.encode({"text": "héllo"}) == '{"text":"héllo"}'  # plain Unicode stays as is
+
+
+@pytest.mark.parametrize("depth", [65, 300, 5000])
+def test_deeply_nested_tuples_are_refused_before_they_exhaust_the_stack(depth):
+    inner = msgpack.packb([0, 1])
+    for _ in range(depth):
+        inner = msgpack.packb([msgpack.ExtType(wire.EXT_TUPLE, inner)])
+    frame = msgpack.packb({"type": "step", "data": {"action": msgpack.ExtType(wire.EXT_TUPLE, inner)}})
+    codec = wire.MsgpackCodec()
+    with pytest.raises(WireError, match="nesting exceeds"):
+        codec.decode(frame)
+    assert codec.decode(codec.encode({"t": (1, (2, (3,)))}))["t"] == (1, (2, (3,)))  # still usable

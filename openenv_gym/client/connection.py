@@ -291,6 +291,7 @@ class Connection:
             try:
                 self._sock.sendall(b"".join(data))
             except OSError as exc:
+                self._read_what_arrived()  # the server's last words, if it sent any
                 self._lost(exc)
                 self._check_open()
             self._last_io = time.monotonic()
@@ -305,7 +306,18 @@ class Connection:
     def _collect(self) -> None:
         self._absorb(self._protocol.events_received())
 
-    def _absorb(self, events: list) -> None:
+    def _read_what_arrived(self) -> None:
+        """Keep the messages already received on a socket that failed to send,
+        so an error frame the server sent before closing can still be read."""
+        try:
+            self._sock.setblocking(False)
+            while data := self._sock.recv(_RECV_BYTES):
+                self._protocol.receive_data(data)
+        except OSError:
+            pass
+        self._absorb(self._protocol.events_received(), reply=False)
+
+    def _absorb(self, events: list, *, reply: bool = True) -> None:
         for event in events:
             opcode = getattr(event, "opcode", None)
             if opcode is Opcode.TEXT:
@@ -314,8 +326,8 @@ class Connection:
                 self._pending.append(bytes(event.data))
             elif opcode is Opcode.PONG:
                 self._ping_sent_at = None
-        # Pongs, close replies.
-        self._flush()
+        if reply:  # pongs, close replies
+            self._flush()
         self._last_io = time.monotonic()
         if self._protocol.state is State.CLOSED:
             try:
