@@ -39,7 +39,7 @@ from ..wire import (
 from .mcp import handle_jsonrpc
 from .source import EnvSource
 
-__all__ = ["Session", "EnvCaller", "EnvCallTimeout", "Execution"]
+__all__ = ["EnvHost", "Session", "EnvCaller", "EnvCallTimeout", "Execution"]
 
 #: How environment calls are run: ``"thread"`` always on the session's own
 #: worker thread; ``"inline"`` always on the event loop (fastest, but a slow
@@ -173,41 +173,27 @@ def _validation(loc: list, msg: str, value: Any, kind: str = "value_error") -> W
     )
 
 
-class Session:
-    """An environment serving one client, with its episode state.
-
-    ``arrays`` selects the value encoding of the session's codec (``True``
-    for msgpack: numpy arrays stay arrays). ``extended`` is ``True`` when the
-    peer is an openenv-gym client: observations then carry ``types``, the
-    :func:`~openenv_gym.wire.type_hints` that restore the exact Python and
-    numpy types of the reward and (on JSON) of ``obs`` and ``info``; its
-    steps may carry ``types`` for the action.
-    """
+class EnvHost:
+    """What every kind of session shares: one environment (or vector env),
+    built by ``build`` and called through an :class:`EnvCaller`, and the time
+    of its last message (for the server's idle reaper)."""
 
     #: Environments this session holds, counted against the server's ``max_sessions``.
     slots = 1
+    #: What ``build`` makes, for the FACTORY_ERROR message.
+    builds = "instance"
 
-    def __init__(
-        self,
-        source: EnvSource,
-        *,
-        arrays: bool,
-        extended: bool = False,
-        caller: EnvCaller | None = None,
-    ) -> None:
+    def __init__(self, source: EnvSource, build: Callable[[], Any], caller: EnvCaller | None) -> None:
         self.id = str(uuid.uuid4())
         self.source = source
-        self.arrays = arrays
-        self.extended = extended
+        self.build = build
         self.call = caller or EnvCaller()
-        self.env: gym.Env | None = None
-        self.episode_id: str | None = None
-        self.step_count = 0
-        self.seed: int | None = None
+        self.env: Any = None
         self.last_activity = time.monotonic()
-        self._reset_done = False
-        #: Builds the session's environment (subclasses serve other kinds of env).
-        self.build: Callable[[], Any] = source.make
+
+    def touch(self) -> None:
+        """Note activity (idle sessions are closed by the server's reaper)."""
+        self.last_activity = time.monotonic()
 
     async def start(self) -> None:
         """Build the environment; failures become FACTORY_ERROR."""
@@ -216,8 +202,8 @@ class Session:
         except Exception as exc:  # noqa: BLE001 - any factory failure is reported
             raise WireError(
                 ErrorCode.FACTORY_ERROR,
-                f"Environment factory '{self.source.name}' failed to create instance: "
-                f"{type(exc).__name__}: {exc}",
+                f"Environment factory '{self.source.name}' failed to create {self.builds}: "
+                f"{_describe(exc)}",
                 factory_name=self.source.name,
             ) from exc
 
@@ -229,6 +215,34 @@ class Session:
             except Exception:  # noqa: BLE001 - closing must not fail the server
                 pass
         self.call.shutdown()
+
+
+class Session(EnvHost):
+    """An environment serving one client, with its episode state.
+
+    ``arrays`` selects the value encoding of the session's codec (``True``
+    for msgpack: numpy arrays stay arrays). ``extended`` is ``True`` when the
+    peer is an openenv-gym client: observations then carry ``types``, the
+    :func:`~openenv_gym.wire.type_hints` that restore the exact Python and
+    numpy types of the reward and (on JSON) of ``obs`` and ``info``; its
+    steps may carry ``types`` for the action.
+    """
+
+    def __init__(
+        self,
+        source: EnvSource,
+        *,
+        arrays: bool,
+        extended: bool = False,
+        caller: EnvCaller | None = None,
+    ) -> None:
+        super().__init__(source, source.make, caller)
+        self.arrays = arrays
+        self.extended = extended
+        self.episode_id: str | None = None
+        self.step_count = 0
+        self.seed: int | None = None
+        self._reset_done = False
 
     async def handle(self, message: ClientMessage) -> dict:
         """The reply to one validated message (never called for ``close``)."""
@@ -255,10 +269,6 @@ class Session:
         }
 
     # -- reset / step -------------------------------------------------------
-
-    def touch(self) -> None:
-        """Note activity (idle sessions are closed by the server's reaper)."""
-        self.last_activity = time.monotonic()
 
     def reset_arguments(self, data: dict) -> tuple[int | None, str | None, dict | None]:
         """``seed``, ``episode_id`` and Gymnasium ``options`` (every other key) of reset data."""

@@ -22,8 +22,6 @@ Gymnasium's own. A vector session of N envs takes N of the server's
 
 from __future__ import annotations
 
-import time
-import uuid
 from typing import TYPE_CHECKING, Any, Literal
 
 import gymnasium as gym
@@ -33,7 +31,7 @@ from gymnasium.vector.utils import batch_space
 from .. import spaces
 from ..vector_wire import VECTOR_VERSION, autoreset_mode, infos_fields
 from ..wire import ClientMessage, ErrorCode, WireError, apply_type_hints, jsonable, type_hints
-from .session import EnvCaller, _contains, _describe, _validation
+from .session import EnvCaller, EnvHost, _contains, _describe, _validation
 from .source import EnvSource
 from .transport import next_frame
 
@@ -89,7 +87,7 @@ def _public_name(data: dict) -> str:
     return name
 
 
-class VectorSession:
+class VectorSession(EnvHost):
     """A Gymnasium vector env serving one client, with what its replies need.
 
     ``arrays`` is ``True`` on msgpack sessions (ndarrays travel as raw bytes);
@@ -108,31 +106,16 @@ class VectorSession:
     ) -> None:
         if backend not in ("sync", "async"):
             raise ValueError(f"vector_backend must be 'sync' or 'async', not {backend!r}")
-        self.id = str(uuid.uuid4())
-        self.source = source
+        super().__init__(source, self._make, caller)
         self.num_envs = num_envs
         self.slots = num_envs
+        self.builds = f"a vector env of {num_envs}"
         self.autoreset_mode = autoreset_mode(autoreset)
         self.backend = backend
         self.arrays = arrays
-        self.call = caller
         self.observation_space = batch_space(source.observation_space, num_envs)
         self.action_space = batch_space(source.action_space, num_envs)
-        self.env: gym.vector.VectorEnv | None = None
-        self.last_activity = time.monotonic()
         self._reset_done = False
-
-    async def start(self) -> None:
-        """Build the vector env; failures become FACTORY_ERROR."""
-        try:
-            self.env = await self.call(self._make)
-        except Exception as exc:  # noqa: BLE001 - any factory failure is reported
-            raise WireError(
-                ErrorCode.FACTORY_ERROR,
-                f"Environment factory '{self.source.name}' failed to create a vector env of "
-                f"{self.num_envs}: {_describe(exc)}",
-                factory_name=self.source.name,
-            ) from exc
 
     def _make(self) -> gym.vector.VectorEnv:
         fns = [self.source.make] * self.num_envs
@@ -151,18 +134,9 @@ class VectorSession:
             },
         }
 
-    async def close(self) -> None:
-        env, self.env = self.env, None
-        if env is not None:
-            try:
-                await self.call(env.close)
-            except Exception:  # noqa: BLE001 - closing must not fail the server
-                pass
-        self.call.shutdown()
-
     async def handle(self, message: ClientMessage) -> dict:
         """The reply to one validated message (never called for ``close``)."""
-        self.last_activity = time.monotonic()
+        self.touch()
         kind, data = message.type, message.data
         if kind == "step":
             return await self._step(data)
