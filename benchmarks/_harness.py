@@ -182,11 +182,13 @@ def system_cpu_seconds() -> tuple[float, float] | None:
     return (sum(fields[:8]) - idle) / CLK_TCK, steal / CLK_TCK
 
 
-def wait_for_idle(max_wait_s: float, *, threshold_cores: float = 0.25, sample_s: float = 1.0) -> float | None:
-    """Wait (at most ``max_wait_s``) until the machine's busy CPU over ``sample_s`` is below
-    ``threshold_cores``; return the last busy sample in cores (None if /proc/stat is unreadable)."""
+def wait_for_idle(max_wait_s: float, *, threshold_cores: float = 0.25, sample_s: float = 1.0,
+                  consecutive: int = 3) -> float | None:
+    """Wait (at most ``max_wait_s``) until the machine's busy CPU stayed below
+    ``threshold_cores`` for ``consecutive`` samples of ``sample_s``; return the last busy
+    sample in cores (None if /proc/stat is unreadable)."""
     deadline = time.monotonic() + max_wait_s
-    busy = None
+    busy, quiet = None, 0
     while True:
         a = system_cpu_seconds()
         time.sleep(sample_s)
@@ -194,7 +196,8 @@ def wait_for_idle(max_wait_s: float, *, threshold_cores: float = 0.25, sample_s:
         if not a or not b:
             return None
         busy = (b[0] - a[0]) / sample_s
-        if busy < threshold_cores or time.monotonic() >= deadline:
+        quiet = quiet + 1 if busy < threshold_cores else 0
+        if quiet >= consecutive or time.monotonic() >= deadline:
             return busy
 
 

@@ -36,6 +36,8 @@ import asyncio
 import json
 import os
 import random
+import shutil
+import tempfile
 import re
 import struct
 import subprocess
@@ -56,6 +58,8 @@ RESULTS = HERE / "results"
 LOGS = RESULTS / "logs"
 MSGPACK = "openenv-gym.msgpack.v1"
 JSONEXT = "openenv-gym.json.v1"
+#: file name prefix of this run's logs and crash frames under results/logs/ (from --out)
+LOG_PREFIX = "reliability_fuzz"
 CLOSING_CODES = {"CAPACITY_REACHED", "FACTORY_ERROR", "SESSION_ERROR"}
 HANG_S = 5.0
 ALLOWED_DTYPES = ["|b1", "|i1", "<i2", "<i4", "<i8", "|u1", "<u2", "<u4", "<u8",
@@ -738,7 +742,7 @@ class Crashes:
         server = self.ctx.server
         self.restarts += 1
         server.stop()
-        server.log_path = LOGS / f"reliability-fuzz-server-restart{self.restarts}.log"
+        server.log_path = LOGS / f"{LOG_PREFIX}-server-restart{self.restarts}.log"
         server.start()
         ok = await asyncio.to_thread(server.wait_ready, 60)
         if not ok:
@@ -762,7 +766,7 @@ class Crashes:
         for i, cand in enumerate(cands):
             killed, note = await replay_kills(ctx.ws_url, server, cand)
             if killed:
-                path = LOGS / f"reliability-fuzz-crash{len(ctx.crashes) + 1}-{i}.bin"
+                path = LOGS / f"{LOG_PREFIX}-crash{len(ctx.crashes) + 1}-{i}.bin"
                 data = cand["payload"] if isinstance(cand["payload"], bytes) else cand["payload"].encode("utf-8", "surrogatepass")
                 path.write_bytes(data)
                 crash["confirmed"].append({"variant": cand["variant"], "kind": cand["kind"],
@@ -931,17 +935,19 @@ def main() -> int:
                    help="keep sending a variant after it was confirmed to crash the server")
     p.add_argument("--out", type=Path, default=RESULTS / "reliability_fuzz.json")
     args = p.parse_args()
+    global LOG_PREFIX
+    LOG_PREFIX = args.out.stem  # results/logs/<stem>-server.log, -healthy-*.log, -crash*.bin
 
     procs = h.ProcessSet()
     python = sys.executable
-    log_path = LOGS / "reliability-fuzz-server.log"
+    log_path = LOGS / f"{LOG_PREFIX}-server.log"
     tally = Tally()
     rss: dict[str, Any] = {}
     result: dict[str, Any] = {"command": " ".join(["python", "benchmarks/reliability_fuzz.py", *sys.argv[1:]]),
                               "started": time.strftime("%Y-%m-%d %H:%M:%S")}
-    stop_file = RESULTS / ".fuzz-healthy-stop"
-    stop_file.unlink(missing_ok=True)
-    for old in LOGS.glob("reliability-fuzz-*"):
+    scratch = Path(tempfile.mkdtemp(prefix="openenv-gym-fuzz-"))  # healthy-session results, stop flag
+    stop_file = scratch / "stop"
+    for old in LOGS.glob(f"{LOG_PREFIX}-*"):
         old.unlink()
     healthy_segments: list[dict] = []  # one per (encoding, server incarnation)
     ok = False
@@ -967,14 +973,14 @@ def main() -> int:
             def start_healthy() -> None:
                 n = len(healthy_segments)  # the sessions of a dead server end on their own
                 for i, enc in enumerate(("msgpack", "json")):
-                    out = RESULTS / f".fuzz-healthy-{n + i}.json"
+                    out = scratch / f"healthy-{n + i}.json"
                     out.unlink(missing_ok=True)
                     proc = procs.add(h.ManagedProcess(
                         f"healthy-{enc}-{n + i}",
                         [python, str(Path(__file__).resolve()), "healthy", "--url", url, "--encoding", enc,
                          "--stop-file", stop_file, "--out", out, "--seconds", args.seconds + 30,
                          "--seed", args.seed + 10 * (n + i)],
-                        log_path=LOGS / f"reliability-fuzz-healthy-{n + i}-{enc}.log")).start()
+                        log_path=LOGS / f"{LOG_PREFIX}-healthy-{n + i}-{enc}.log")).start()
                     healthy_segments.append({"encoding": enc, "proc": proc, "out": out,
                                              "server_epoch": len(ctx.crashes)})
 
@@ -1045,9 +1051,7 @@ def main() -> int:
         finally:
             stop_file.write_text("stop")
             procs.stop_all()
-            stop_file.unlink(missing_ok=True)
-            for f in RESULTS.glob(".fuzz-healthy-*.json"):
-                f.unlink()
+            shutil.rmtree(scratch, ignore_errors=True)
             if result.get("frames") is not None:
                 h.write_json(args.out, result)
                 h.progress(f"wrote {args.out}")
@@ -1069,7 +1073,7 @@ def scan_logs() -> dict:
     out: dict[str, Any] = {"files": [], "tracebacks": 0, "session_failed": 0, "exception_types": {}}
     types: Counter[str] = Counter()
     first = None
-    for path in sorted(LOGS.glob("reliability-fuzz-server*.log")):
+    for path in sorted(LOGS.glob(f"{LOG_PREFIX}-server*.log")):
         text = path.read_text(errors="replace")
         out["files"].append(str(path.relative_to(HERE.parent)))
         out["tracebacks"] += text.count("Traceback (most recent call last)")

@@ -33,8 +33,10 @@ import json
 import os
 import random
 import select
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 import urllib.request
@@ -201,7 +203,8 @@ async def client_async(args) -> dict:
         errors.update(s.errors)
         examples.extend(s.examples)
     lat_path = Path(args.out).with_suffix(".lat")
-    lat.tofile(open(lat_path, "wb"))
+    with open(lat_path, "wb") as f:
+        lat.tofile(f)
     return {
         "ids": args.ids, "encoding": args.encoding, "sessions": hi - lo, "ready": len(ready),
         "connect_s": connect_s, "window_s": t1 - t0, "client_cpu_s": cpu,
@@ -320,6 +323,7 @@ def main() -> int:
     ok = False
     half = args.sessions // 2
     groups = [("msgpack", f"0:{half}"), ("json", f"{half}:{args.sessions}")]
+    scratch = Path(tempfile.mkdtemp(prefix="openenv-gym-load-"))  # client results
     with h.GlobalTimeout(seconds + 420, procs):
         try:
             server = procs.add(h.Server(
@@ -336,7 +340,7 @@ def main() -> int:
             rss_before = proc_status(server.pid).get("VmRSS")
             clients = []
             for i, (enc, ids) in enumerate(groups):
-                out = RESULTS / f".load-client-{i}.json"
+                out = scratch / f"client-{i}.json"
                 out.unlink(missing_ok=True)
                 c = procs.add(h.ManagedProcess(
                     f"load-client-{i}",
@@ -431,8 +435,7 @@ def main() -> int:
             report(result)
         finally:
             procs.stop_all()
-            for f in RESULTS.glob(".load-client-*"):
-                f.unlink()
+            shutil.rmtree(scratch, ignore_errors=True)
             if result.get("total_steps") is not None:
                 h.write_json(args.out, result)
                 h.progress(f"wrote {args.out}")
