@@ -113,6 +113,9 @@ class AsyncSession:
         try:
             frame = await asyncio.wait_for(self.websocket.recv(), self.message_timeout)
         except asyncio.TimeoutError:
+            # The reply may still come and would then answer the next request:
+            # a timed-out connection is out of step, so it is dropped.
+            self.drop()
             raise MessageTimeoutError(f"No message from {self.url} within {self.message_timeout} s") from None
         except ConnectionClosed as exc:
             raise ConnectionClosedError(f"Connection to {self.url} is closed ({exc})") from exc
@@ -130,6 +133,11 @@ class AsyncSession:
         except ConnectionClosed:
             pass
         await self.websocket.close()
+
+    def drop(self) -> None:
+        """Abandon a failed connection at once, with no closing handshake: the
+        server is gone, or out of step after a timeout."""
+        self.websocket.transport.abort()
 
 
 class BlockingSession:
@@ -156,3 +164,7 @@ class BlockingSession:
 
     async def close(self) -> None:
         self.session.close()
+
+    def drop(self) -> None:
+        """Abandon a failed connection at once (see :meth:`AsyncSession.drop`)."""
+        self.session.connection.close(timeout=0.1)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import _thread
 import asyncio
 import threading
+import time
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
@@ -27,6 +28,9 @@ T = TypeVar("T")
 
 class LoopThread:
     """An event loop running forever on a daemon thread until :meth:`close`."""
+
+    #: Waits in the coroutines this runner drives (a reconnect's backoff).
+    sleep = staticmethod(asyncio.sleep)
 
     def __init__(self, name: str) -> None:
         self.loop = asyncio.new_event_loop()
@@ -92,6 +96,12 @@ class InlineRunner:
             return stop.value
         coro.close()
         raise RuntimeError("InlineRunner.run() got a coroutine that waits for the event loop")
+
+    @staticmethod
+    async def sleep(seconds: float) -> None:
+        """Waits in the coroutines this runner drives (a reconnect's backoff):
+        blocking, since they must never suspend."""
+        time.sleep(seconds)
 
     def close(self, timeout: float = 5.0) -> None:
         """Nothing to stop (kept for the :class:`LoopThread` interface)."""

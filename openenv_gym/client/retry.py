@@ -9,8 +9,9 @@ environment. So a client that reconnects starts a new episode, and says so
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -55,11 +56,13 @@ class Reconnect:
             yield delay
             delay = min(delay * 2, self.max_backoff)
 
+    def retriable(self) -> tuple[type[BaseException], ...]:
+        """The failures worth another attempt under this policy."""
+        return (*RECOVERABLE, CapacityReachedError) if self.retry_capacity else RECOVERABLE
+
     def call(self, attempt: Callable[[], T]) -> T:
         """Run ``attempt`` until it succeeds or the retries are spent."""
-        retriable: tuple[type[BaseException], ...] = RECOVERABLE
-        if self.retry_capacity:
-            retriable += (CapacityReachedError,)
+        retriable = self.retriable()
         delays = self.delays()
         while True:
             try:
@@ -69,3 +72,21 @@ class Reconnect:
                 if delay is None:
                     raise
                 time.sleep(delay)
+
+    async def acall(
+        self,
+        attempt: Callable[[], Awaitable[T]],
+        sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+    ) -> T:
+        """:meth:`call` for coroutines; ``sleep`` waits between attempts (a
+        blocking one for coroutines that must never suspend)."""
+        retriable = self.retriable()
+        delays = self.delays()
+        while True:
+            try:
+                return await attempt()
+            except retriable:
+                delay = next(delays, None)
+                if delay is None:
+                    raise
+                await sleep(delay)

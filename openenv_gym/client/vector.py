@@ -31,6 +31,7 @@ others back (see ``docs/vector.md``).
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
 from collections import deque
 from collections.abc import Mapping, Sequence
@@ -49,8 +50,9 @@ from .async_session import AsyncSession, BlockingSession
 from .connection import get_json, http_url
 from .contract import Contract, contract_from_schema
 from .loop import InlineRunner, LoopThread
+from .retry import Reconnect
 from .session import Encoding, RemoteSession
-from .vector_units import Batch, SessionUnit, VectorUnit, concat_batches
+from .vector_units import Batch, Recovery, SessionUnit, VectorUnit, concat_batches
 
 __all__ = ["RemoteVectorEnv", "VectorMode"]
 
@@ -85,6 +87,15 @@ class RemoteVectorEnv(VectorEnv):
             ``SyncVectorEnv``) or read-only views of the received frames.
         headers, connect_timeout, message_timeout, max_message_bytes,
             ping_interval, ping_timeout: as for :class:`~openenv_gym.RemoteEnv`.
+        reconnect: recover lost connections (``True`` for the default
+            :class:`~openenv_gym.client.retry.Reconnect` policy). The envs of a
+            lost connection (one env in sessions mode, all envs of that server
+            in batched mode) end their episode in that step with
+            ``truncated=True``, reward 0, their last observation and
+            ``infos["openenv_gym.reconnected"]``; their next episode starts on
+            a new connection (with the policy's backoff) when the autoreset
+            mode starts it, and without a seed. Off by default: errors are
+            raised. The constructor never retries.
 
     Raises:
         CapacityReachedError: before any step, when a server cannot hold the
@@ -109,6 +120,7 @@ class RemoteVectorEnv(VectorEnv):
         max_message_bytes: int = 100 * 1024 * 1024,
         ping_interval: float | None = 20.0,
         ping_timeout: float | None = 20.0,
+        reconnect: Reconnect | bool | None = None,
     ) -> None:
         self._units: list[Unit] = []
         self._loop: LoopThread | InlineRunner | None = None
@@ -127,6 +139,7 @@ class RemoteVectorEnv(VectorEnv):
         self.autoreset_mode = autoreset_mode_ = _autoreset_mode(autoreset_mode)
         self.copy = copy
         self.message_timeout = message_timeout
+        self.reconnect = Reconnect() if reconnect is True else (reconnect or None)
 
         schemas = [get_json(f"{u}/schema", headers=headers, timeout=connect_timeout) for u in self.base_urls]
         contracts = [
@@ -173,10 +186,10 @@ class RemoteVectorEnv(VectorEnv):
             # connection, without an event loop thread to hand each step to.
             self._loop = InlineRunner()
             self._ready_event = asyncio.Event()
-            self._units = [self._open_inline(contracts[0], options)]
+            self._units = [self._open_inline(contracts[0], options, self._recovery(self._loop))]
         else:
             self._loop = LoopThread(self.base_urls[0])
-            self._units = self._loop.run(self._open(contracts, sizes, options))
+            self._units = self._loop.run(self._open(contracts, sizes, options, self._recovery(self._loop)))
 
     # -- opening --------------------------------------------------------------
 
@@ -196,20 +209,23 @@ class RemoteVectorEnv(VectorEnv):
             return "sessions" if lacking else "batched"
         return mode
 
-    def _open_inline(self, contract: Contract, options: dict) -> VectorUnit:
-        session = BlockingSession(RemoteSession(self.base_urls[0], path=VECTOR_PATH, **options))
-        unit = VectorUnit(session, contract, np.arange(self.num_envs))
+    def _recovery(self, runner: LoopThread | InlineRunner) -> Recovery | None:
+        return None if self.reconnect is None else Recovery(self.reconnect, runner.sleep)
+
+    def _open_inline(self, contract: Contract, options: dict, recovery: Recovery | None) -> VectorUnit:
+        url = self.base_urls[0]
+
+        async def connect() -> BlockingSession:
+            return BlockingSession(RemoteSession(url, path=VECTOR_PATH, **options))
+
+        unit = VectorUnit(connect, contract, np.arange(self.num_envs), self.autoreset_mode, recovery)
         try:
-            InlineRunner().run(unit.open(self.autoreset_mode))
+            InlineRunner().run(unit.open())
         except CapacityReachedError as error:
-            session.session.close()
             raise self._capacity_error(0, error, [self.num_envs]) from error
-        except BaseException:
-            session.session.close()
-            raise
         return unit
 
-    async def _open(self, contracts: list, sizes: list[int], options: dict) -> list[Unit]:
+    async def _open(self, contracts: list, sizes: list[int], options: dict, recovery: Recovery | None) -> list[Unit]:
         self._ready_event = asyncio.Event()
         path = VECTOR_PATH if self.mode == "batched" else "/ws"
         plan: list[tuple[int, np.ndarray]] = []  # (server, env ids) per unit
@@ -220,13 +236,10 @@ class RemoteVectorEnv(VectorEnv):
             plan.extend([(server, ids)] if self.mode == "batched" else [(server, ids[i:i + 1]) for i in range(size)])
 
         async def open_unit(server: int, ids: np.ndarray) -> Unit:
-            session = await AsyncSession.open(self.base_urls[server], path=path, **options)
-            if self.mode == "batched":
-                unit: Unit = VectorUnit(session, contracts[server], ids)
-                await unit.open(self.autoreset_mode)
-            else:
-                unit = SessionUnit(session, contracts[server], int(ids[0]), self.autoreset_mode)
-                await unit.probe()
+            connect = functools.partial(AsyncSession.open, self.base_urls[server], path=path, **options)
+            kind = VectorUnit if self.mode == "batched" else SessionUnit
+            unit: Unit = kind(connect, contracts[server], ids, self.autoreset_mode, recovery)
+            await unit.open()
             return unit
 
         tasks = [asyncio.ensure_future(open_unit(server, ids)) for server, ids in plan]

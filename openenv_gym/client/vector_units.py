@@ -14,13 +14,20 @@ Values are batched the way ``gymnasium.vector.utils.batch_space`` batches them
 (arrays stacked on a new first axis; Tuple and Dict per part; any other space
 as a tuple of items), and infos are Gymnasium's dict of arrays with ``_key``
 masks, built by Gymnasium's own ``VectorEnv._add_info``.
+
+Under a :class:`~openenv_gym.client.retry.Reconnect` policy a unit survives
+its connection: the episodes in flight end (``truncated``, the last
+observation, ``info["openenv_gym.reconnected"]``), and the next ones start on
+a new connection exactly when the autoreset mode starts them (see
+:meth:`VectorUnit.step`).
 """
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar, Union
 
 import gymnasium as gym
 import numpy as np
@@ -28,13 +35,19 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array
 
 from .. import spaces
-from ..errors import OpenEnvGymError
+from ..errors import CapacityReachedError, OpenEnvGymError
 from ..vector_wire import infos_from_fields
 from ..wire import apply_type_hints, type_hints
-from .async_session import AsyncSession
+from .async_session import AsyncSession, BlockingSession
 from .contract import Contract, decode_frame
+from .retry import LOST_REASON, RECONNECTED, RECOVERABLE, Reconnect
 
-__all__ = ["Batch", "SessionUnit", "VectorUnit", "concat_batches", "take_rows", "infos_for"]
+__all__ = ["Batch", "Recovery", "SessionUnit", "VectorUnit", "concat_batches", "take_rows", "infos_for"]
+
+Session = Union[AsyncSession, BlockingSession]
+#: Opens a new connection for a unit (its first request is the unit's own).
+Connect = Callable[[], Awaitable[Session]]
+T = TypeVar("T")
 
 _ARRAY_SPACES = (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)
 
@@ -52,6 +65,15 @@ class Batch:
 
     def __len__(self) -> int:
         return len(self.env_ids)
+
+
+@dataclass(frozen=True)
+class Recovery:
+    """How units recover lost connections: the policy, and the ``sleep`` that
+    suits the runner driving them (see :mod:`openenv_gym.client.loop`)."""
+
+    policy: Reconnect
+    sleep: Callable[[float], Awaitable[object]]
 
 
 # -- batched values -----------------------------------------------------------
@@ -91,15 +113,14 @@ def _item(space: gym.Space, value: Any, row: int) -> Any:
     return value[row]
 
 
-def _concat_infos(parts: list[tuple[dict, int]]) -> dict:
-    """Join dict-of-arrays infos of consecutive env blocks (``(infos, n_envs)`` each).
+def _place_infos(num_envs: int, parts: list[tuple[dict, np.ndarray]]) -> dict:
+    """Dict-of-arrays infos of ``num_envs`` envs from parts ``(infos, rows)``,
+    each holding the infos of the envs ``rows`` (indices, in order).
 
-    A key missing from a block gets zeros (``None`` for objects, ``False`` for
-    masks) there, and every array keeps the dtype of the first block that has
+    A key missing from a part gets zeros (``None`` for objects, ``False`` for
+    masks) there, and every array keeps the dtype of the first part that has
     the key: exactly what ``VectorEnv._add_info`` builds env by env.
     """
-    if len(parts) == 1:
-        return parts[0][0]
     keys: dict = {}
     for infos, _ in parts:
         for key, value in infos.items():
@@ -107,22 +128,28 @@ def _concat_infos(parts: list[tuple[dict, int]]) -> dict:
     out: dict = {}
     for key, first in keys.items():
         if isinstance(first, dict):
-            out[key] = _concat_infos([(infos.get(key) or {}, n) for infos, n in parts])
+            out[key] = _place_infos(num_envs, [(infos.get(key) or {}, rows) for infos, rows in parts])
             continue
-        chunks = []
-        for infos, n in parts:
-            value = infos.get(key)
-            if value is None:
-                fill = np.empty((n, *first.shape[1:]), dtype=first.dtype)
-                fill[...] = None if first.dtype == object else 0
-                value = fill
-            chunks.append(value)
-        if first.dtype == object:
-            joined = np.empty(sum(len(c) for c in chunks), dtype=object)
-            joined[:] = list(itertools.chain.from_iterable(chunks))
-            out[key] = joined
-        else:
-            out[key] = np.concatenate(chunks).astype(first.dtype, copy=False)
+        array = np.empty((num_envs, *first.shape[1:]), dtype=first.dtype)
+        array[...] = None if first.dtype == object else 0
+        for infos, rows in parts:
+            if key in infos:
+                array[rows] = infos[key]
+        out[key] = array
+    return out
+
+
+def _take_infos(infos: dict, rows: np.ndarray) -> dict:
+    """The infos of the envs ``rows`` alone (keys none of them has are left out)."""
+    out: dict = {}
+    for key, value in infos.items():
+        mask = infos.get(f"_{key}")
+        if mask is None:
+            continue  # a mask: taken with its key
+        picked = np.asarray(mask)[rows]
+        if picked.any():
+            out[key] = _take_infos(value, rows) if isinstance(value, dict) else value[rows]
+            out[f"_{key}"] = picked
     return out
 
 
@@ -135,8 +162,30 @@ def concat_batches(single_space: gym.Space, batches: list[Batch]) -> Batch:
         rewards=np.concatenate([b.rewards for b in batches]),
         terminations=np.concatenate([b.terminations for b in batches]),
         truncations=np.concatenate([b.truncations for b in batches]),
-        infos=_concat_infos([(b.infos, len(b)) for b in batches]),
+        infos=_place_infos(sum(map(len, batches)), [(b.infos, rows) for b, rows in zip(batches, _blocks(batches))]),
         env_ids=np.concatenate([b.env_ids for b in batches]),
+    )
+
+
+def _blocks(batches: list[Batch]) -> list[np.ndarray]:
+    """The rows of each batch in the concatenation of ``batches``."""
+    ends = np.cumsum([len(b) for b in batches])
+    return [np.arange(end - len(b), end) for b, end in zip(batches, ends)]
+
+
+def _select(space: gym.Space, pick: np.ndarray, a: Batch, b: Batch) -> Batch:
+    """The rows of ``b`` where ``pick`` is true and those of ``a`` elsewhere
+    (two answers for the same envs)."""
+    n = len(pick)
+    items = [_item(space, (b if p else a).obs, i) for i, p in enumerate(pick)]
+    rows_a, rows_b = np.flatnonzero(~pick), np.flatnonzero(pick)
+    return Batch(
+        obs=concatenate(space, items, create_empty_array(space, n)),
+        rewards=np.where(pick, b.rewards, a.rewards),
+        terminations=np.where(pick, b.terminations, a.terminations),
+        truncations=np.where(pick, b.truncations, a.truncations),
+        infos=_place_infos(n, [(_take_infos(a.infos, rows_a), rows_a), (_take_infos(b.infos, rows_b), rows_b)]),
+        env_ids=a.env_ids,
     )
 
 
@@ -149,10 +198,11 @@ class _InfoBatcher:
         self.num_envs = num_envs
 
 
-def infos_for(num_envs: int, per_env: list[tuple[int, dict]]) -> dict:
-    """Dict-of-arrays infos from ``(index, info)`` pairs, added in the order given."""
+def infos_for(num_envs: int, per_env: list[tuple[int, dict]], infos: dict | None = None) -> dict:
+    """Dict-of-arrays infos from ``(index, info)`` pairs, added in the order
+    given (to ``infos`` when given)."""
     batcher = _InfoBatcher(num_envs)
-    infos: dict = {}
+    infos = {} if infos is None else infos
     for index, info in per_env:
         if info:
             infos = batcher._add_info(infos, info, index)
@@ -162,7 +212,100 @@ def infos_for(num_envs: int, per_env: list[tuple[int, dict]]) -> dict:
 # -- units --------------------------------------------------------------------
 
 
-class SessionUnit:
+class _Unit:
+    """What both units share: their envs, their connection, and its recovery.
+
+    A connection lost under a :class:`Recovery` is dropped and every env of
+    the unit is *owed* a new episode: the next reset of an owed env runs on a
+    new connection (opened with the policy's backoff) and its info carries
+    ``RECONNECTED`` and ``LOST_REASON``. Without a policy, errors propagate.
+    """
+
+    def __init__(
+        self,
+        connect: Connect,
+        contract: Contract,
+        env_ids: np.ndarray,
+        autoreset: AutoresetMode,
+        recovery: Recovery | None,
+    ) -> None:
+        self.session: Session | None = None
+        self.contract = contract
+        self.env_ids = env_ids
+        self.autoreset = autoreset
+        self.space = contract.observation_space
+        self._connect = connect
+        self._recovery = recovery
+        #: Envs whose episode a lost connection ended, until a reset restarts them.
+        self._owed = np.zeros(len(env_ids), dtype=np.bool_)
+        self._lost = ""  # why the last connection was lost
+
+    @property
+    def size(self) -> int:
+        return len(self.env_ids)
+
+    async def open(self) -> None:
+        """Connect (CAPACITY_REACHED when the server cannot hold these envs)."""
+        self.session = await self._open_session()
+
+    async def _open_session(self) -> Session:
+        session = await self._connect()
+        try:
+            await self._greet(session)
+        except BaseException:
+            session.drop()
+            raise
+        return session
+
+    async def _greet(self, session: Session) -> None:
+        """The unit's first request on a new connection."""
+        raise NotImplementedError
+
+    def _live(self) -> Session:
+        if self.session is None:
+            raise self._lost_error()
+        return self.session
+
+    def _lost_error(self) -> OpenEnvGymError:
+        return OpenEnvGymError(
+            f"envs {self.env_ids.tolist()} lost their connection ({self._lost}) and have no "
+            f"episode: reset them (reset(), or reset(options={{'reset_mask': mask}})) to reconnect"
+        )
+
+    async def _recover(self, attempt: Callable[[Session], Awaitable[T]]) -> T:
+        """``attempt(session)``; under a policy, a lost connection is replaced
+        (first, if there is none) and ``attempt`` tried again, with backoff."""
+        if self._recovery is None:
+            return await attempt(self._live())
+
+        async def once() -> T:
+            if self.session is None:
+                self.session = await self._open_session()
+            try:
+                return await attempt(self.session)
+            except (*RECOVERABLE, CapacityReachedError) as error:
+                self._drop(error)
+                raise
+
+        return await self._recovery.policy.acall(once, self._recovery.sleep)
+
+    def _drop(self, error: BaseException) -> None:
+        """Abandon the connection after ``error``: every episode on it is gone."""
+        session, self.session = self.session, None
+        self._lost = str(error)
+        self._owed[:] = True
+        if session is not None:
+            session.drop()
+
+    def _lost_info(self) -> dict:
+        return {RECONNECTED: True, LOST_REASON: self._lost}
+
+    async def close(self) -> None:
+        if self.session is not None:
+            await self.session.close()
+
+
+class SessionUnit(_Unit):
     """One env on one ``/ws`` session, autoreset on the client as Gymnasium defines it.
 
     NEXT_STEP: the step after an episode ends resets the env (reward 0, the
@@ -170,39 +313,39 @@ class SessionUnit:
     ``final_obs`` / ``final_info`` carry the last observation and info.
     DISABLED: stepping an env whose episode ended is an error until
     ``reset(options={"reset_mask": ...})`` resets it.
+
+    A lost connection ends the episode the same way (truncated); the reset
+    that follows, whoever asks for it, reconnects.
     """
 
     def __init__(
         self,
-        session: AsyncSession,
+        connect: Connect,
         contract: Contract,
-        env_id: int,
+        env_ids: np.ndarray,
         autoreset: AutoresetMode,
+        recovery: Recovery | None = None,
     ) -> None:
-        self.session = session
-        self.contract = contract
-        self.env_ids = np.array([env_id], dtype=np.int64)
-        self.autoreset = autoreset
-        self.space = contract.observation_space
+        super().__init__(connect, contract, env_ids, autoreset, recovery)
         self._pending_reset = False
         self._ended = False
         self._obs: Any = None
 
-    @property
-    def size(self) -> int:
-        return 1
-
-    async def probe(self) -> None:
+    async def _greet(self, session: Session) -> None:
         """A cheap request: a server over capacity answers it with CAPACITY_REACHED."""
-        await self.session.request({"type": "state"})
+        await session.request({"type": "state"})
 
     async def _reset_one(self, seed: int | None, options: dict | None) -> tuple[Any, dict]:
         data: dict[str, Any] = dict(options or {})
         if seed is not None:
             data["seed"] = int(seed)
-        step = self.contract.step(await self.session.request({"type": "reset", "data": data}))
+        message = {"type": "reset", "data": data}
+        step = self.contract.step(await self._recover(lambda session: session.request(message)))
         self._pending_reset = self._ended = False
-        return step.obs, step.info
+        if not self._owed[0]:
+            return step.obs, step.info
+        self._owed[0] = False  # the first episode on a new connection
+        return step.obs, {**step.info, **self._lost_info()}
 
     def _batch(self, obs: Any, reward: float, terminated: bool, truncated: bool, infos: list[dict]) -> Batch:
         self._obs = obs
@@ -231,13 +374,18 @@ class SessionUnit:
                 f"env {int(self.env_ids[0])} ended its episode and autoreset_mode is DISABLED: "
                 f"reset it with reset(options={{'reset_mask': mask}}) before stepping it again"
             )
-        session = self.session
+        session = self._live()
         data = self.contract.action_data(
             _item(single_action_space, actions, 0 if rows is None else int(rows[0])),
             arrays=session.binary,
             hints=session.extended and not session.binary,
         )
-        step = self.contract.step(await session.request({"type": "step", "data": data}))
+        try:
+            step = self.contract.step(await session.request({"type": "step", "data": data}))
+        except RECOVERABLE as error:
+            if self._recovery is None:
+                raise
+            return await self._truncate(error)
         done = step.terminated or step.truncated
         if self.autoreset is AutoresetMode.SAME_STEP and done:
             final = {"final_obs": step.obs, "final_info": step.info}
@@ -246,10 +394,23 @@ class SessionUnit:
         self._pending_reset = self._ended = done
         return self._batch(step.obs, step.reward, step.terminated, step.truncated, [step.info])
 
+    async def _truncate(self, error: BaseException) -> Batch:
+        """End the episode the lost connection took with it: truncated, the last
+        observation, flagged. SAME_STEP starts the next one in this step, on a
+        new connection; NEXT_STEP at the next step; DISABLED at the next reset."""
+        self._drop(error)
+        lost = self._lost_info()
+        if self.autoreset is AutoresetMode.SAME_STEP:
+            final = {"final_obs": self._obs, "final_info": lost}
+            obs, info = await self._reset_one(None, None)
+            return self._batch(obs, 0.0, False, True, [final, info])
+        self._pending_reset = self._ended = True
+        return self._batch(self._obs, 0.0, False, True, [lost])
+
     async def render(self) -> list:
         if not self.contract.extended or self.contract.render_mode is None:
             return [None]
-        return [decode_frame(await self.session.request({"type": "render"}))]
+        return [decode_frame(await self._live().request({"type": "render"}))]
 
     async def call(self, kind: str, data: dict) -> list:
         raise OpenEnvGymError(
@@ -257,40 +418,39 @@ class SessionUnit:
             f"Use mode='batched' with an openenv-gym server"
         )
 
-    async def close(self) -> None:
-        await self.session.close()
 
+class VectorUnit(_Unit):
+    """A block of envs on one ``/vector`` session of an openenv-gym server.
 
-class VectorUnit:
-    """A block of envs on one ``/vector`` session of an openenv-gym server."""
+    The server's vector env autoresets them. A lost connection takes all of
+    their episodes; :meth:`step` then restarts each env exactly when its
+    autoreset mode would have reset it (see :meth:`_truncate`).
+    """
 
     def __init__(
         self,
-        session: AsyncSession,
+        connect: Connect,
         contract: Contract,
         env_ids: np.ndarray,
+        autoreset: AutoresetMode,
+        recovery: Recovery | None = None,
     ) -> None:
-        self.session = session
-        self.contract = contract
-        self.env_ids = env_ids
-        self.space = contract.observation_space
+        super().__init__(connect, contract, env_ids, autoreset, recovery)
         self.observation_space = batch_space(contract.observation_space, len(env_ids))
         self.action_space = batch_space(contract.action_space, len(env_ids))
         self._obs: Any = None
+        #: Envs whose last step ended (NEXT_STEP: the server resets them at the next step).
+        self._done = np.zeros(len(env_ids), dtype=np.bool_)
 
-    @property
-    def size(self) -> int:
-        return len(self.env_ids)
-
-    async def open(self, autoreset: AutoresetMode) -> None:
+    async def _greet(self, session: Session) -> None:
         """Open the server's vector env (CAPACITY_REACHED when it does not fit)."""
-        await self.session.request(
-            {"type": "vector_open", "data": {"num_envs": self.size, "autoreset_mode": autoreset.value}}
+        await session.request(
+            {"type": "vector_open", "data": {"num_envs": self.size, "autoreset_mode": self.autoreset.value}}
         )
 
     def _batch(self, data: dict, rewards: bool) -> Batch:
         n = self.size
-        self._obs = obs = spaces.decode(self.observation_space, data["obs"], path="obs")
+        obs = spaces.decode(self.observation_space, data["obs"], path="obs")
         if rewards:
             r = np.asarray(data["rewards"], dtype=np.float64)
             term = np.asarray(data["terminations"], dtype=np.bool_)
@@ -299,36 +459,122 @@ class VectorUnit:
             r, term, trunc = np.zeros(n), np.zeros(n, np.bool_), np.zeros(n, np.bool_)
         return Batch(obs, r, term, trunc, infos_from_fields(data), self.env_ids)
 
-    async def reset(self, seeds: list, options: dict | None, mask: np.ndarray | None) -> Batch:
+    def _unchanged(self) -> Batch:
+        n = self.size
+        return Batch(self._obs, np.zeros(n), np.zeros(n, np.bool_), np.zeros(n, np.bool_), {}, self.env_ids)
+
+    @staticmethod
+    def _reset_message(session: Session, seeds: list, options: dict | None, mask: np.ndarray | None) -> dict:
         if mask is not None:
-            if not mask.any():
-                return Batch(self._obs, np.zeros(self.size), np.zeros(self.size, np.bool_),
-                             np.zeros(self.size, np.bool_), {}, self.env_ids)
-            options = {**(options or {}), "reset_mask": mask}
+            options = {**(options or {}), "reset_mask": mask if session.binary else mask.tolist()}
         seed = None if all(s is None for s in seeds) else [None if s is None else int(s) for s in seeds]
-        payload = {"seed": seed, "options": options}
-        if not self.session.binary and options and "reset_mask" in options:
-            payload["options"] = {**options, "reset_mask": mask.tolist()}
-        return self._batch(await self.session.request({"type": "reset", "data": payload}), rewards=False)
+        return {"type": "reset", "data": {"seed": seed, "options": options}}
+
+    async def reset(self, seeds: list, options: dict | None, mask: np.ndarray | None) -> Batch:
+        """Reset all envs, or those of ``mask``. A new connection (after a
+        loss) has no episodes yet, so its first reset starts all of them."""
+        if mask is not None and not mask.any():
+            return self._unchanged()
+
+        async def attempt(session: Session) -> tuple[np.ndarray, Batch]:
+            if mask is None or self._owed.all():
+                rows = np.ones(self.size, np.bool_)
+                own = seeds if mask is None else [s if m else None for s, m in zip(seeds, mask)]
+                message = self._reset_message(session, own, options, None)
+            else:
+                rows, message = mask, self._reset_message(session, seeds, options, mask)
+            return rows, self._batch(await session.request(message), rewards=False)
+
+        rows, batch = await self._recover(attempt)
+        return self._started(rows, batch)
+
+    def _started(self, rows: np.ndarray, batch: Batch) -> Batch:
+        """The answer to a reset of the envs ``rows``: the others keep their
+        observation, and those a lost connection had ended carry the flag."""
+        if (self._owed & ~rows).any():  # the server's observation of these is not the one reported
+            batch = _select(self.space, rows, self._unchanged(), batch)
+        flagged = np.flatnonzero(rows & self._owed)
+        batch.infos = infos_for(self.size, [(int(i), self._lost_info()) for i in flagged], batch.infos)
+        self._owed &= ~rows
+        self._done &= ~rows
+        self._obs = batch.obs
+        return batch
 
     async def step(self, single_action_space: gym.Space, actions: Any, rows: np.ndarray | None) -> Batch:
         """Step this unit's envs with the entries ``rows`` of ``actions``
-        (``None``: ``actions`` holds exactly this unit's envs)."""
+        (``None``: ``actions`` holds exactly this unit's envs).
+
+        After a lost connection (NEXT_STEP), the envs it ended get their reset
+        observation here, as any autoreset step gives it (reward 0, the action
+        ignored): all of them on a new connection, or, when some envs were
+        restarted at once (see :meth:`_truncate`), the others by a masked
+        reset after the step.
+        """
+        if self._owed.all():
+            if self.autoreset is not AutoresetMode.NEXT_STEP:
+                raise self._lost_error()  # DISABLED (or a recovery that gave up): a reset restarts them
+            return await self.reset([None] * self.size, None, None)
         if rows is not None:
             actions = take_rows(single_action_space, actions, rows)
-        encoded = spaces.encode(self.action_space, actions, arrays=self.session.binary, path="actions")
-        data = await self.session.request({"type": "step", "data": {"actions": encoded}})
-        return self._batch(data, rewards=True)
+        session = self._live()
+        encoded = spaces.encode(self.action_space, actions, arrays=session.binary, path="actions")
+        owed = self._owed.copy()
+        try:
+            batch = self._batch(await session.request({"type": "step", "data": {"actions": encoded}}), rewards=True)
+            if owed.any():
+                message = self._reset_message(session, [None] * self.size, None, owed)
+                restarted = self._started(owed, self._batch(await session.request(message), rewards=False))
+                batch = _select(self.space, owed, batch, restarted)
+        except RECOVERABLE as error:
+            if self._recovery is None:
+                raise
+            return await self._truncate(error)
+        self._done = batch.terminations | batch.truncations
+        self._obs = batch.obs
+        return batch
+
+    async def _truncate(self, error: BaseException) -> Batch:
+        """End the episodes the lost connection took with it: truncated, the
+        last observations, reward 0, flagged.
+
+        Envs whose reset is due at this very step start their next episode in
+        it, on a new connection: all of them in SAME_STEP (with ``final_obs``
+        / ``final_info``), and in NEXT_STEP those whose last step ended (this
+        step is their autoreset). The others stay owed a reset: NEXT_STEP gives
+        it at the next step, DISABLED at the reset that asks for them.
+        """
+        n = self.size
+        if self.autoreset is AutoresetMode.NEXT_STEP:
+            due = self._done | self._owed
+        else:
+            due = np.full(n, self.autoreset is AutoresetMode.SAME_STEP)
+        self._drop(error)
+        lost = self._lost_info()
+        truncated = Batch(
+            self._obs, np.zeros(n), np.zeros(n, np.bool_), np.ones(n, np.bool_),
+            infos_for(n, [(i, lost) for i in range(n)]), self.env_ids,
+        )
+        if not due.any():
+            return truncated
+        restarted = await self.reset([None] * n, None, None)
+        if self.autoreset is AutoresetMode.SAME_STEP:
+            finals = [(i, {"final_obs": _item(self.space, truncated.obs, i), "final_info": lost}) for i in range(n)]
+            return Batch(
+                restarted.obs, truncated.rewards, truncated.terminations, truncated.truncations,
+                infos_for(n, finals, restarted.infos), self.env_ids,
+            )
+        self._owed = ~due
+        batch = _select(self.space, due, truncated, restarted)
+        self._obs = batch.obs
+        return batch
 
     async def render(self) -> list:
         return await self.call("render", {})
 
     async def call(self, kind: str, data: dict) -> list:
         """``call`` / ``get_attr`` / ``set_attr`` / ``render`` on the server's vector env."""
-        if not self.session.binary and (hints := type_hints(data.get("values"))) is not None:
+        session = self._live()
+        if not session.binary and (hints := type_hints(data.get("values"))) is not None:
             data = {**data, "types": hints}
-        reply = await self.session.request({"type": kind, "data": data})
+        reply = await session.request({"type": kind, "data": data})
         return list(apply_type_hints(reply.get("values") or [], reply.get("types")))
-
-    async def close(self) -> None:
-        await self.session.close()
