@@ -26,7 +26,7 @@ import gymnasium as gym
 from ..errors import CapacityReachedError, OpenEnvGymError
 from .connection import get_json, http_url
 from .contract import Contract, contract_from_schema, decode_frame
-from .retry import LOST_REASON, RECONNECTED, RECOVERABLE, Reconnect
+from .retry import LOST_REASON, RECONNECTED, RECOVERABLE, Reconnect, reconnect_policy
 from .session import Encoding, RemoteSession
 
 __all__ = ["RemoteEnv"]
@@ -93,7 +93,7 @@ class RemoteEnv(gym.Env):
         headers = dict(headers or {})
         if token is not None:
             headers["Authorization"] = f"Bearer {token}"
-        self.reconnect = Reconnect() if reconnect is True else (reconnect or None)
+        self.reconnect = reconnect_policy(reconnect)
         schema = get_json(f"{self.base_url}/schema", headers=headers, timeout=connect_timeout)
         if not isinstance(schema, dict):
             raise OpenEnvGymError(f"{self.base_url}/schema did not return a JSON object")

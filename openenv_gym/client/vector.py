@@ -50,7 +50,7 @@ from .async_session import AsyncSession, BlockingSession
 from .connection import get_json, http_url
 from .contract import Contract, contract_from_schema
 from .loop import InlineRunner, LoopThread
-from .retry import Reconnect
+from .retry import Reconnect, reconnect_policy
 from .session import Encoding, RemoteSession
 from .vector_units import Batch, Recovery, SessionUnit, VectorUnit, concat_batches
 
@@ -139,7 +139,7 @@ class RemoteVectorEnv(VectorEnv):
         self.autoreset_mode = autoreset_mode_ = _autoreset_mode(autoreset_mode)
         self.copy = copy
         self.message_timeout = message_timeout
-        self.reconnect = Reconnect() if reconnect is True else (reconnect or None)
+        self.reconnect = reconnect_policy(reconnect)
 
         schemas = [get_json(f"{u}/schema", headers=headers, timeout=connect_timeout) for u in self.base_urls]
         contracts = [
