@@ -62,6 +62,7 @@ __all__ = [
     "InferredSpace",
     "infer_space",
     "infer_fields",
+    "neutral",
 ]
 
 FORMAT = "openenv-gym.space/1"
@@ -1787,7 +1788,7 @@ def _dict_rule(
             elif k in defaults:
                 out[k] = r.to_space(copy.deepcopy(defaults[k]), _key_path(p, k))
             else:
-                raise _err(_key_path(p, k), "missing (the schema gives no default)")
+                out[k] = neutral(r.space)
         return out
 
     def to_json(v: Any, p: str) -> dict[str, Any]:
@@ -1915,3 +1916,38 @@ def infer_fields(
     if schema.get("type", "object") != "object" or not isinstance(props, Mapping):
         raise ValueError(f"object_schema: expected an object schema with properties, got type {schema.get('type')!r}")
     return _public(_dict_rule(props, exclude, ctx, 0, seen))
+
+
+def neutral(space: gs.Space) -> Any:
+    """A fixed, harmless value of ``space``: what a field a server left out of an
+    observation (with no schema default) stands for.
+
+    Zero clipped into a Box's or MultiDiscrete's bounds, a Discrete's ``start``,
+    the shortest string of a Text's first character (``""`` when allowed), empty
+    Sequences and Graphs, and the same, element by element, inside Tuple and Dict.
+
+        >>> neutral(gs.Dict({"n": gs.Discrete(3, start=1), "s": gs.Text(5, min_length=0)}))
+        {'n': 1, 's': ''}
+    """
+    if isinstance(space, gs.Box):
+        return np.clip(np.zeros(space.shape, space.dtype), space.low, space.high).astype(space.dtype)
+    if isinstance(space, gs.Discrete):
+        return int(space.start)
+    if isinstance(space, gs.MultiDiscrete):
+        return np.asarray(space.start, dtype=space.dtype).copy()
+    if isinstance(space, gs.MultiBinary):
+        return np.zeros(space.shape, dtype=space.dtype)
+    if isinstance(space, gs.Text):
+        return space.character_list[0] * space.min_length if space.min_length else ""
+    if isinstance(space, gs.Tuple):
+        return tuple(neutral(s) for s in space.spaces)
+    if isinstance(space, gs.Dict):
+        return {k: neutral(s) for k, s in space.spaces.items()}
+    if isinstance(space, gs.Sequence):
+        return decode(space, [])
+    if isinstance(space, gs.Graph):
+        edges = None if space.edge_space is None else []
+        return decode(space, {"nodes": [], "edges": edges, "edge_links": edges})
+    if isinstance(space, gs.OneOf):
+        return (0, neutral(space.spaces[0]))
+    raise TypeError(f"no neutral value for {type(space).__name__}; supported: {_SUPPORTED}")

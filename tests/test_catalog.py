@@ -79,7 +79,7 @@ def play_random_game(env: gym.Env, seed: int, max_steps: int = 600) -> list[tupl
 
 
 def test_catalog_ids_are_registered_and_listed(monkeypatch):
-    monkeypatch.delenv("OPENENV_ECHO_URL", raising=False)
+    monkeypatch.delenv("OPENENV_MAZE_URL", raising=False)
     ids = [entry.id for entry in openenv_gym.list_envs()]
     for name in ("Chess", "Echo", "Connect4", "GridWorld", "Maze", "Snake"):
         assert f"openenv/{name}-v0" in ids
@@ -87,9 +87,9 @@ def test_catalog_ids_are_registered_and_listed(monkeypatch):
     chess_entry = catalog.get("openenv/Chess-v0")
     assert chess_entry.upstream == "chess_env" and chess_entry.env_var == "OPENENV_CHESS_URL"
     assert chess_entry.server_source().startswith("embedded")
-    assert "base_url" in catalog.get("Echo").server_source()
-    monkeypatch.setenv("OPENENV_ECHO_URL", "http://127.0.0.1:9")
-    assert catalog.get("Echo").server_source() == "$OPENENV_ECHO_URL = http://127.0.0.1:9"
+    assert "base_url" in catalog.get("Maze").server_source()
+    monkeypatch.setenv("OPENENV_MAZE_URL", "http://127.0.0.1:9")
+    assert catalog.get("Maze").server_source() == "$OPENENV_MAZE_URL = http://127.0.0.1:9"
 
 
 def test_cli_list_shows_ids_upstream_envs_and_server_sources():
@@ -122,9 +122,9 @@ def test_builtin_schemas_are_the_upstream_pydantic_schemas(name, upstream, model
 
 
 def test_env_without_builtin_server_says_what_to_do(monkeypatch):
-    monkeypatch.delenv("OPENENV_ECHO_URL", raising=False)
-    with pytest.raises(OpenEnvGymError, match="OPENENV_ECHO_URL"):
-        gym.make("openenv/Echo-v0")
+    monkeypatch.delenv("OPENENV_MAZE_URL", raising=False)
+    with pytest.raises(OpenEnvGymError, match="OPENENV_MAZE_URL"):
+        gym.make("openenv/Maze-v0")
     with pytest.raises(OpenEnvGymError, match="no codec"):
         gym.make("openenv/Chess-v0", codec="nope")
 

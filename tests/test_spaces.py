@@ -874,8 +874,8 @@ def test_rule_objects_are_dicts_in_order():
     assert r.to_space({"z": True, "a": "x"}) == {"z": 1, "a": "x"}
     assert r.to_space({"z": False}) == {"z": 0, "a": "dflt"}  # default fills a missing key
     assert r.to_space({"z": False, "unknown": 1}) == {"z": 0, "a": "dflt"}  # unknown keys dropped
-    with pytest.raises(SpaceValueError, match=r'value\["z"\]: missing'):
-        r.to_space({"a": "x"})
+    # A required key the server left out, with no default, takes the neutral value.
+    assert r.to_space({"a": "x"}) == {"z": 0, "a": "x"}
     nested = rule({"$ref": "#/$defs/Outer", "$defs": {
         "Outer": {"type": "object", "properties": {"inner": {"$ref": "#/$defs/Inner"}}},
         "Inner": {"type": "object", "properties": {"v": {"type": "number"}}},
@@ -968,3 +968,10 @@ def test_inferred_values_encode_exactly():
 def test_docstring_examples():
     result = doctest.testmod(og_spaces, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert result.failed == 0 and result.attempted > 10
+
+
+@SETTINGS
+@given(all_spaces)
+def test_neutral_values_belong_to_their_space(space):
+    value = og_spaces.neutral(space)
+    assert space.contains(value), (space, value)

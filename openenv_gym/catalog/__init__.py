@@ -111,7 +111,10 @@ CATALOG: tuple[CatalogEntry, ...] = (
         "A 5x5 grid: walk from [0, 0] to [4, 4] with UP / DOWN / LEFT / RIGHT",
         server="openenv_gym.catalog.grid_world_env:GridWorldEnvironment",
     ),
-    CatalogEntry("Echo", "echo_env", "MCP tools echo_message and echo_with_length"),
+    CatalogEntry(
+        "Echo", "echo_env", "MCP tools echo_message and echo_with_length",
+        server="openenv_gym.catalog.echo_env:EchoEnvironment",
+    ),
     CatalogEntry("Maze", "maze_env", "A maze on a grid; integer actions with legal_actions"),
     CatalogEntry("Snake", "snake_env", "Snake (marlenv); integer actions, grid observations"),
 )

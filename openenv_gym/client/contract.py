@@ -22,10 +22,24 @@ import numpy as np
 from .. import spaces
 from ..wire import apply_type_hints, type_hints
 
-__all__ = ["Contract", "GymContract", "FieldsContract", "Step", "contract_from_schema"]
+__all__ = [
+    "Contract",
+    "GymContract",
+    "FieldsContract",
+    "Step",
+    "contract_from_schema",
+    "EXTRA_FIELDS",
+    "MISSING_FIELDS",
+]
 
 #: Observation fields OpenEnv itself puts on every observation.
 RESERVED_OBSERVATION_FIELDS = ("done", "reward", "metadata")
+#: ``info`` key holding the observation fields of a stock server that are not in the
+#: observation space (an answer of another shape, say), by name.
+EXTRA_FIELDS = "openenv_gym.extra_fields"
+#: ``info`` key naming the fields of the observation space the server left out (they
+#: take their schema default, else :func:`~openenv_gym.spaces.neutral`).
+MISSING_FIELDS = "openenv_gym.missing_fields"
 
 
 @dataclass
@@ -111,7 +125,11 @@ class FieldsContract(Contract):
 
             def to_space(value: Any) -> Any:
                 if keys is not None and isinstance(value, dict):
-                    value = {k: value[k] for k in keys if k in value}
+                    return {
+                        k: spaces.decode(user_space[k], value[k], path=k)
+                        if k in value else spaces.neutral(user_space[k])
+                        for k in keys
+                    }
                 return spaces.decode(user_space, value)
 
             def to_json(value: Any) -> Any:
@@ -142,6 +160,17 @@ class FieldsContract(Contract):
         info: dict = {}
         if metadata:
             info["metadata"] = metadata
+        if isinstance(self.observation_space, gym.spaces.Dict):
+            # Nothing is dropped silently: fields outside the space go to info, and
+            # fields the server left out (they take their default or a neutral value)
+            # are named there.
+            known = self.observation_space.spaces
+            extra = {k: fields.pop(k) for k in list(fields) if k not in known}
+            missing = [k for k in known if k not in fields]
+            if extra:
+                info[EXTRA_FIELDS] = extra
+            if missing:
+                info[MISSING_FIELDS] = missing
         return Step(
             obs=self._obs.to_space(fields),
             reward=0.0 if reward is None else float(reward),

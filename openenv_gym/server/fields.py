@@ -124,7 +124,7 @@ def model_schema(
     if description is not None:
         schema["description"] = description
     schema["properties"] = {
-        name: {"title": name.replace("_", " ").title(), **prop} if "$ref" not in prop else dict(prop)
+        name: dict(prop) if _has_ref(prop) else {"title": name.replace("_", " ").title(), **prop}
         for name, prop in properties.items()
     }
     if required := list(required):
@@ -132,6 +132,11 @@ def model_schema(
     schema["title"] = title
     schema["type"] = "object"
     return schema
+
+
+def _has_ref(prop: Mapping[str, Any]) -> bool:
+    """Pydantic leaves the title off a field that is a ``$ref`` or an ``anyOf`` holding one."""
+    return "$ref" in prop or any("$ref" in option for option in prop.get("anyOf", ()))
 
 
 @dataclass
@@ -166,6 +171,8 @@ class FieldsEnv(abc.ABC):
     observation_schema: ClassVar[dict]
     state_schema: ClassVar[dict]
     reset_observation_schema: ClassVar[dict | None] = None
+    #: ``False`` for envs that answer ``step`` before any ``reset`` (OpenEnv's MCP envs).
+    reset_before_step: ClassVar[bool] = True
 
     @abc.abstractmethod
     def reset(self, *, seed: int | None = None, episode_id: str | None = None) -> FieldsObservation:
@@ -191,6 +198,11 @@ class FieldsEnv(abc.ABC):
             "reset_observation": cls.reset_observation_schema or cls.observation_schema,
             "state": cls.state_schema,
         }
+
+    @classmethod
+    def parse_action(cls, data: Any) -> dict[str, Any]:
+        """The validated action ``step`` gets; by default ``data`` checked against ``action_schema``."""
+        return validate_action(cls.action_schema, data)
 
     @classmethod
     def inferred_spaces(cls) -> tuple[Any, Any]:
@@ -256,6 +268,10 @@ def _coerce(schema: Mapping[str, Any], value: Any, defs: Mapping[str, Any]) -> A
     ref = schema.get("$ref")
     if isinstance(ref, str) and ref.startswith("#/$defs/"):
         schema = defs.get(ref[len("#/$defs/"):], {})
+    if "const" in schema:
+        if value != schema["const"] or type(value) is not type(schema["const"]):
+            raise _Invalid(f"Input should be {schema['const']!r}", "literal_error")
+        return value
     if "enum" in schema:
         if value not in schema["enum"]:
             options = " or ".join(repr(v) for v in schema["enum"])
@@ -371,8 +387,9 @@ class FieldsSession(Session):
         return _frame(result)
 
     async def _step(self, data: dict) -> dict:
-        action = validate_action(self.source.fields.action_schema, data)
-        self.require_episode()
+        action = self.source.fields.parse_action(data)
+        if self.source.fields.reset_before_step:
+            self.require_episode()
         result = await self.run(self._env().step, action)
         self.step_count += 1
         return _frame(result)
