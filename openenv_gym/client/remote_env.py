@@ -12,7 +12,11 @@ stock OpenEnv server the spaces are inferred from ``/schema`` (override them
 with ``observation_space=`` / ``action_space=``), actions and observations are
 ``Dict`` values of the schema's fields, OpenEnv's ``done`` becomes
 ``terminated`` (wrap the env in ``TimeLimit`` for truncation), and a
-non-empty observation ``metadata`` appears as ``info["metadata"]``.
+non-empty observation ``metadata`` appears as ``info["metadata"]``. Nothing is
+dropped silently: observation fields outside the space go to
+``info["openenv_gym.extra_fields"]``, and fields the server left out take their
+schema default or a neutral value and are listed in
+``info["openenv_gym.missing_fields"]``.
 """
 
 from __future__ import annotations
