@@ -11,7 +11,10 @@ What it gives a benchmark script:
 * **timed windows** -- :func:`run_window` runs ``client.step(i)`` until a
   deadline *or* an iteration cap, whichever comes first, after a bounded
   warm-up, recording per-call latency, the client's CPU (``time.process_time``,
-  all threads) and the server's CPU (``/proc/<pid>/stat``, 10 ms ticks).
+  all threads) and the server's CPU (``/proc/<pid>/stat``, 10 ms ticks), and the
+  CPU everything else on the machine used meanwhile (``/proc/stat``: other
+  processes + VM steal), so windows disturbed by a shared machine can be flagged
+  or re-measured; :func:`wait_for_idle` waits (bounded) for a quiet machine.
 * **schedule** -- :func:`interleaved`: the rep loop outside the config loop, so
   the configs of one table are measured side by side (each rep starts one config
   later, so no config always runs first).

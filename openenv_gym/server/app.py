@@ -52,7 +52,7 @@ from .multiagent import AGENTS_PATH, Opponent, serve_agents
 from .schema import metadata_document, openapi_document, schema_document
 from .session import EnvCaller, Execution, Session
 from .source import EnvLike, EnvSource, resolve
-from .transport import next_frame
+from .transport import Channel, SessionEndpoint, next_frame
 from .vector import VectorBackend, serve_vector
 
 __all__ = ["create_app", "DEFAULT_MAX_SESSIONS", "DEFAULT_SESSION_TIMEOUT"]
@@ -111,7 +111,7 @@ class _Server:
 
     # -- WebSocket sessions -------------------------------------------------
 
-    async def accept(self, websocket: WebSocket):
+    async def accept(self, websocket: Channel):
         """Accept a WebSocket with the best subprotocol offered; returns
         ``(codec, chosen subprotocol, reply)`` where ``await reply(message)``
         encodes and sends one message."""
@@ -119,7 +119,7 @@ class _Server:
         chosen = next((p for p in SUBPROTOCOLS if p in offered), None)
         await websocket.accept(subprotocol=chosen)
         codec = codec_for(chosen, self.limits)
-        send = websocket.send
+        send = websocket.send_event
         frame_key = "bytes" if codec.binary else "text"
 
         metrics = self.metrics
@@ -148,7 +148,7 @@ class _Server:
         """Environments held now: one per ``/ws`` session, N per vector session."""
         return sum(session.slots for session, _ in self.sessions.values())
 
-    async def refuse_if_full(self, websocket: WebSocket, reply, requested: int = 1) -> bool:
+    async def refuse_if_full(self, websocket: Channel, reply, requested: int = 1) -> bool:
         """Send CAPACITY_REACHED and close when ``requested`` more envs do not fit."""
         active = self.active_envs()
         if active + requested <= self.max_sessions:
@@ -166,7 +166,7 @@ class _Server:
         await websocket.close(1000)
         return True
 
-    async def websocket(self, websocket: WebSocket, make_session: type[Session] | None = None) -> None:
+    async def websocket(self, websocket: Channel, make_session: type[Session] | None = None) -> None:
         codec, chosen, reply = await self.accept(websocket)
         if await self.refuse_if_full(websocket, reply):
             return
@@ -182,7 +182,7 @@ class _Server:
             await self.serve_messages(websocket, session, codec, reply)
 
     @contextlib.asynccontextmanager
-    async def hosting(self, websocket: WebSocket, session: Any, reply) -> AsyncIterator[None]:
+    async def hosting(self, websocket: Channel, session: Any, reply) -> AsyncIterator[None]:
         """Hold ``session`` in the server for the life of its connection.
 
         Registers it (for capacity, the idle reaper and shutdown), answers a
@@ -229,7 +229,7 @@ class _Server:
 
     async def serve_messages(
         self,
-        websocket: WebSocket,
+        websocket: Channel,
         session: Any,
         codec: Codec,
         reply,
@@ -498,8 +498,8 @@ def create_app(
         return endpoint
 
     routes = [
-        WebSocketRoute("/ws", server.websocket),
-        WebSocketRoute(VECTOR_PATH, lambda websocket: serve_vector(server, websocket)),
+        WebSocketRoute("/ws", SessionEndpoint(server.websocket)),
+        WebSocketRoute(VECTOR_PATH, SessionEndpoint(lambda channel: serve_vector(server, channel))),
         WebSocketRoute("/mcp", server.mcp_ws),
         Route("/reset", server.http_reset, methods=["POST"]),
         Route("/step", server.http_step, methods=["POST"]),
@@ -512,7 +512,9 @@ def create_app(
         Route("/mcp", server.mcp_http, methods=["POST"]),
     ]
     if source.multiagent is not None:
-        routes.append(WebSocketRoute(AGENTS_PATH, lambda websocket: serve_agents(server, websocket)))
+        routes.append(
+            WebSocketRoute(AGENTS_PATH, SessionEndpoint(lambda channel: serve_agents(server, channel)))
+        )
     token = token if token is not None else token_from_env()
     middleware = [Middleware(TokenAuth, token=token)] if token else []
     app = Starlette(routes=routes, middleware=middleware)

@@ -1,15 +1,49 @@
-"""Reading frames off a Starlette WebSocket, shared by every session route."""
+"""The WebSocket side of every session route: raw ASGI endpoints and frame reading.
+
+Session routes are raw ASGI endpoints (:class:`SessionEndpoint`): the handler
+gets a Starlette :class:`Channel` for the handshake, the query string and the
+close, while the per-message path reads and writes raw ASGI events, skipping
+Starlette's per-message state checks and exception wrappers (a few
+microseconds of a ~100 µs round trip).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
+from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket
 
 from ..wire import SUBPROTOCOLS, Codec, ErrorCode, WireError
 
-__all__ = ["next_frame"]
+__all__ = ["Channel", "SessionEndpoint", "next_frame"]
 
 
-async def next_frame(websocket: WebSocket, codec: Codec) -> str | bytes | None:
+class Channel(WebSocket):
+    """A Starlette WebSocket that also keeps the raw ASGI ``receive_event`` /
+    ``send_event`` callables for the per-message path."""
+
+    def __init__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        super().__init__(scope, receive, send)
+        self.receive_event = receive
+        self.send_event = send
+
+
+class SessionEndpoint:
+    """A raw ASGI WebSocket endpoint calling ``handler(channel)``.
+
+    Starlette routes an object like this as an ASGI app (a plain function would
+    be wrapped in its per-message machinery).
+    """
+
+    def __init__(self, handler: Callable[[Channel], Awaitable[None]]) -> None:
+        self.handler = handler
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.handler(Channel(scope, receive, send))
+
+
+async def next_frame(websocket: Channel, codec: Codec) -> str | bytes | None:
     """The next frame of the kind ``codec`` reads, or ``None`` once the peer is gone.
 
     A frame of the other kind (binary on a JSON session, text on a msgpack
@@ -17,8 +51,9 @@ async def next_frame(websocket: WebSocket, codec: Codec) -> str | bytes | None:
     frames.
     """
     frame_key, other_key = ("bytes", "text") if codec.binary else ("text", "bytes")
+    receive = websocket.receive_event
     while True:
-        event = await websocket.receive()
+        event = await receive()
         if event["type"] == "websocket.disconnect":
             return None
         frame = event.get(frame_key)
