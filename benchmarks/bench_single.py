@@ -167,6 +167,12 @@ def main(argv: list[str] | None = None) -> int:
     notes: list[str] = []
     if not have_wsproto:
         notes.append("uvicorn `ws=\"wsproto\"` skipped: the `wsproto` package is not installed.")
+    if importlib.util.find_spec("uvloop") is not None:
+        notes.append("Every uvicorn server here (ours, the official stack, the framework echo apps) "
+                     "runs on uvloop, which uvicorn picks when it is installed (openenv-gym's "
+                     "`server` extra installs it); the raw websockets echo runs on asyncio.")
+    else:
+        notes.append("uvloop is not installed: every server runs on the asyncio loop.")
 
     # ---------------------------------------------------------------- plan --
     py_env = dict(os.environ)
