@@ -4,7 +4,8 @@
 
 1. Serves CartPole-v1 as an OpenEnv server on 127.0.0.1 (a real uvicorn server).
 2. Plays seeded episodes through ``RemoteEnv`` with msgpack frames and with JSON,
-   and checks they match a local CartPole step for step.
+   and checks they match a local CartPole step for step; then a batch of 16
+   CartPoles through ``RemoteVectorEnv``, checked against ``SyncVectorEnv``.
 3. Plays one episode with the official ``openenv`` client, if it is installed.
 4. Plays a chess game against the embedded chess server of ``openenv/Chess-v0``
    (random legal moves), if python-chess is installed.
@@ -59,6 +60,8 @@ def main() -> None:
             remote.close()
         local.close()
 
+        play_vector(url)
+
         try:
             from openenv import GenericEnvClient
         except ImportError:
@@ -72,6 +75,29 @@ def main() -> None:
                 print(f"official openenv GenericEnvClient: episode of {steps} steps, done={result.done}")
     play_chess()
     print("servers stopped; all done")
+
+
+def play_vector(url: str, num_envs: int = 16, steps: int = 500) -> None:
+    """A batch of CartPoles in one WebSocket (batched mode), checked against SyncVectorEnv."""
+    remote = openenv_gym.RemoteVectorEnv(url, num_envs=num_envs)
+    local = gym.make_vec("CartPole-v1", num_envs=num_envs, vectorization_mode="sync")
+    remote_obs, _ = remote.reset(seed=0)
+    local_obs, _ = local.reset(seed=0)
+    rng = np.random.default_rng(0)
+    start, episodes = time.perf_counter(), 0
+    for _ in range(steps):
+        actions = rng.integers(0, 2, size=num_envs)
+        remote_obs, _, terminated, truncated, _ = remote.step(actions)
+        local_obs, *_ = local.step(actions)
+        assert np.array_equal(remote_obs, local_obs), "remote and local vector envs differ"
+        episodes += int(np.sum(terminated | truncated))
+    elapsed = time.perf_counter() - start
+    print(
+        f"RemoteVectorEnv[{remote.mode}]: {num_envs} envs x {steps} steps, {episodes} episodes ended, "
+        f"{num_envs * steps / elapsed:8.0f} env-steps/s, identical to SyncVectorEnv"
+    )
+    remote.close()
+    local.close()
 
 
 def play_chess() -> None:
