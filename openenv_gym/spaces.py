@@ -63,6 +63,7 @@ __all__ = [
     "infer_space",
     "infer_fields",
     "neutral",
+    "contains",
 ]
 
 FORMAT = "openenv-gym.space/1"
@@ -1951,3 +1952,19 @@ def neutral(space: gs.Space) -> Any:
     if isinstance(space, gs.OneOf):
         return (0, neutral(space.spaces[0]))
     raise TypeError(f"no neutral value for {type(space).__name__}; supported: {_SUPPORTED}")
+
+
+def contains(space: gs.Space, value: Any) -> bool:
+    """``space.contains`` that answers ``False`` where some Gymnasium versions
+    raise (an int too large for the space's dtype, for instance), with a fast
+    path for the commonest action of all, a Python int in a ``Discrete``.
+
+        >>> contains(gs.Discrete(2), 10**30)
+        False
+    """
+    if type(value) is int and type(space) is gs.Discrete:
+        return int(space.start) <= value < int(space.start) + int(space.n)
+    try:
+        return bool(space.contains(value))
+    except (TypeError, ValueError, OverflowError):
+        return False

@@ -50,6 +50,8 @@ __all__ = [
     "ClientMessage",
     "CLIENT_MESSAGE_TYPES",
     "parse_client_message",
+    "validation_error",
+    "reset_message",
     "parse_server_message",
     "error_message",
     "observation_message",
@@ -148,7 +150,8 @@ class ClientMessage:
     data: Any = None
 
 
-def _validation_error(loc: list, msg: str, value: Any, kind: str) -> WireError:
+def validation_error(loc: list, msg: str, value: Any, kind: str = "value_error") -> WireError:
+    """A VALIDATION_ERROR naming the field ``loc``, with a pydantic-style ``errors`` entry."""
     return WireError(
         ErrorCode.VALIDATION_ERROR,
         "Invalid message",
@@ -164,7 +167,7 @@ def parse_client_message(message: Any) -> ClientMessage:
     VALIDATION_ERROR with a pydantic-style ``errors`` list.
     """
     if not isinstance(message, dict):
-        raise _validation_error([], "Input should be a valid dictionary", message, "dict_type")
+        raise validation_error([], "Input should be a valid dictionary", message, "dict_type")
     kind = message.get("type")
     if not isinstance(kind, str) or kind not in CLIENT_MESSAGE_TYPES:
         shown = kind if isinstance(kind, str) else ("" if kind is None else repr(kind))
@@ -172,7 +175,7 @@ def parse_client_message(message: Any) -> ClientMessage:
     allowed = {"type"} if kind in _NO_DATA_TYPES else {"type", "data"}
     for key in message:
         if key not in allowed:
-            raise _validation_error(
+            raise validation_error(
                 [key], "Extra inputs are not permitted", message[key], "extra_forbidden"
             )
     if kind in _NO_DATA_TYPES:
@@ -182,8 +185,8 @@ def parse_client_message(message: Any) -> ClientMessage:
         data = {}
     if not isinstance(data, dict):
         if data is None:
-            raise _validation_error(["data"], "Field required", message, "missing")
-        raise _validation_error(["data"], "Input should be a valid dictionary", data, "dict_type")
+            raise validation_error(["data"], "Field required", message, "missing")
+        raise validation_error(["data"], "Input should be a valid dictionary", data, "dict_type")
     return ClientMessage(kind, data)
 
 
@@ -221,6 +224,14 @@ def observation_message(
     if metadata:
         data["metadata"] = metadata
     return {"type": "observation", "data": data}
+
+
+def reset_message(seed: int | None, options: dict | None) -> dict:
+    """A client's ``reset``: the ``options`` keys, plus ``seed`` when one is given."""
+    data: dict = dict(options or {})
+    if seed is not None:
+        data["seed"] = int(seed)
+    return {"type": "reset", "data": data}
 
 
 def state_message(state: dict) -> dict:

@@ -35,7 +35,7 @@ except ImportError as exc:  # pragma: no cover - depends on the install
 
 from .. import spaces
 from ..errors import OpenEnvGymError, ProtocolMismatchError
-from ..wire import apply_type_hints
+from ..wire import apply_type_hints, reset_message
 from .connection import get_json, http_url
 from .contract import decode_frame
 from .session import Encoding, RemoteSession
@@ -112,12 +112,6 @@ class _Game:
         }
         return game
 
-    def reset_message(self, seed: int | None, options: dict | None) -> dict:
-        data = dict(options or {})
-        if seed is not None:
-            data["seed"] = int(seed)
-        return {"type": "reset", "data": data}
-
     def encode_action(self, agent: str, action: Any) -> Any:
         if action is None:
             return None
@@ -138,7 +132,34 @@ class _Game:
             session.close()
 
 
-class RemoteAECEnv(AECEnv):
+class _RemoteGame:
+    """What both PettingZoo clients share: the ``/agents`` session and its spaces."""
+
+    def _join(self, base_url: str, api: str, **options: Any) -> None:
+        self._game = _Game(base_url, api, **options)
+        self.base_url = self._game.base_url
+        self.possible_agents = list(self._game.possible_agents)
+        self.metadata = self._game.metadata
+        self.render_mode = self._game.render_mode
+
+    def observation_space(self, agent: str) -> gym.Space:
+        return self._game.observation_spaces[agent]
+
+    def action_space(self, agent: str) -> gym.Space:
+        return self._game.action_spaces[agent]
+
+    def render(self) -> Any:
+        return self._game.render()
+
+    def server_state(self) -> dict:
+        """The server's episode state of this session (``episode_id``, ``step_count``, ...)."""
+        return self._game.state()
+
+    def close(self) -> None:
+        self._game.close()
+
+
+class RemoteAECEnv(_RemoteGame, AECEnv):
     """A PettingZoo ``AECEnv`` whose game runs on an openenv-gym server.
 
     Args:
@@ -161,25 +182,16 @@ class RemoteAECEnv(AECEnv):
         message_timeout: float | None = 60.0,
     ) -> None:
         super().__init__()
-        self._game = _Game(
+        self._join(
             base_url, "aec", encoding=encoding, headers=headers,
             connect_timeout=connect_timeout, message_timeout=message_timeout,
         )
-        self.base_url = self._game.base_url
-        self.possible_agents = list(self._game.possible_agents)
-        self.metadata = self._game.metadata
-        self.render_mode = self._game.render_mode
         self.agents: list[str] = []
         self._observations: dict[str, Any] = {}
 
-    def observation_space(self, agent: str) -> gym.Space:
-        return self._game.observation_spaces[agent]
-
-    def action_space(self, agent: str) -> gym.Space:
-        return self._game.action_spaces[agent]
 
     def reset(self, seed: int | None = None, options: dict | None = None) -> None:
-        self._apply(self._game.request(self._game.reset_message(seed, options)))
+        self._apply(self._game.request(reset_message(seed, options)))
 
     def step(self, action: Any) -> None:
         encoded = self._game.encode_action(self.agent_selection, action)
@@ -188,15 +200,6 @@ class RemoteAECEnv(AECEnv):
     def observe(self, agent: str) -> Any:
         return self._observations.get(agent)
 
-    def render(self) -> Any:
-        return self._game.render()
-
-    def server_state(self) -> dict:
-        """The server's episode state of this session (``episode_id``, ``step_count``, ...)."""
-        return self._game.state()
-
-    def close(self) -> None:
-        self._game.close()
 
     def _apply(self, game: dict) -> None:
         self.agents = list(game["agents"])
@@ -212,7 +215,7 @@ class RemoteAECEnv(AECEnv):
         return f"<RemoteAECEnv {self.base_url}>"
 
 
-class RemoteParallelEnv(ParallelEnv):
+class RemoteParallelEnv(_RemoteGame, ParallelEnv):
     """A PettingZoo ``ParallelEnv`` whose game runs on an openenv-gym server.
 
     Arguments as for :class:`RemoteAECEnv`. Servers of AEC envs offer the
@@ -228,26 +231,17 @@ class RemoteParallelEnv(ParallelEnv):
         connect_timeout: float | None = 10.0,
         message_timeout: float | None = 60.0,
     ) -> None:
-        self._game = _Game(
+        self._join(
             base_url, "parallel", encoding=encoding, headers=headers,
             connect_timeout=connect_timeout, message_timeout=message_timeout,
         )
-        self.base_url = self._game.base_url
-        self.possible_agents = list(self._game.possible_agents)
-        self.metadata = self._game.metadata
-        self.render_mode = self._game.render_mode
         self.agents: list[str] = []
 
-    def observation_space(self, agent: str) -> gym.Space:
-        return self._game.observation_spaces[agent]
-
-    def action_space(self, agent: str) -> gym.Space:
-        return self._game.action_spaces[agent]
 
     def reset(
         self, seed: int | None = None, options: dict | None = None
     ) -> tuple[dict[str, Any], dict[str, dict]]:
-        game = self._game.request(self._game.reset_message(seed, options))
+        game = self._game.request(reset_message(seed, options))
         self.agents = list(game["agents"])
         return game["observations"], game["infos"]
 
@@ -260,15 +254,6 @@ class RemoteParallelEnv(ParallelEnv):
             game["truncations"], game["infos"],
         )
 
-    def render(self) -> Any:
-        return self._game.render()
-
-    def server_state(self) -> dict:
-        """The server's episode state of this session (``episode_id``, ``step_count``, ...)."""
-        return self._game.state()
-
-    def close(self) -> None:
-        self._game.close()
 
     def __repr__(self) -> str:
         return f"<RemoteParallelEnv {self.base_url}>"

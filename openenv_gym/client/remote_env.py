@@ -28,6 +28,7 @@ from typing import Any
 import gymnasium as gym
 
 from ..errors import CapacityReachedError, OpenEnvGymError
+from ..wire import reset_message
 from .connection import get_json, http_url
 from .contract import Contract, contract_from_schema, decode_frame
 from .retry import LOST_REASON, RECONNECTED, RECOVERABLE, Reconnect, reconnect_policy
@@ -142,10 +143,7 @@ class RemoteEnv(gym.Env):
         the env's ``options``; ``episode_id`` names the episode in ``state()``).
         """
         super().reset(seed=seed)
-        data: dict[str, Any] = dict(options or {})
-        if seed is not None:
-            data["seed"] = int(seed)
-        message = {"type": "reset", "data": data}
+        message = reset_message(seed, options)
         lost, self._lost = self._lost, None
 
         def attempt() -> dict:

@@ -37,7 +37,7 @@ from gymnasium.vector.utils import batch_space, concatenate, create_empty_array
 from .. import spaces
 from ..errors import CapacityReachedError, OpenEnvGymError
 from ..vector_wire import infos_from_fields
-from ..wire import apply_type_hints, type_hints
+from ..wire import apply_type_hints, reset_message, type_hints
 from .async_session import AsyncSession, BlockingSession
 from .contract import Contract, decode_frame
 from .retry import LOST_REASON, RECONNECTED, RECOVERABLE, Reconnect
@@ -336,10 +336,7 @@ class SessionUnit(_Unit):
         await session.request({"type": "state"})
 
     async def _reset_one(self, seed: int | None, options: dict | None) -> tuple[Any, dict]:
-        data: dict[str, Any] = dict(options or {})
-        if seed is not None:
-            data["seed"] = int(seed)
-        message = {"type": "reset", "data": data}
+        message = reset_message(seed, options)
         step = self.contract.step(await self._recover(lambda session: session.request(message)))
         self._pending_reset = self._ended = False
         if not self._owed[0]:

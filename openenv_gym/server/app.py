@@ -192,8 +192,6 @@ class _Server:
         """
         task = asyncio.current_task()
         assert task is not None
-        session.stop_reason = None
-        session.busy = False
         self.sessions[session.id] = (session, task)
         self.metrics.sessions_total += 1
         self._start_reaper()

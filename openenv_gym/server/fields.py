@@ -41,8 +41,8 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from .. import spaces
-from ..wire import ErrorCode, WireError, jsonable, observation_message, state_message
-from .session import Session, _describe, _validation
+from ..wire import ErrorCode, WireError, jsonable, observation_message, state_message, validation_error
+from .session import Session, describe_error
 
 __all__ = [
     "FieldsEnv", "FieldsObservation", "FieldsSession", "model_schema", "validate_action",
@@ -234,7 +234,7 @@ def validate_action(schema: Mapping[str, Any], data: Any) -> dict[str, Any]:
         {'column': 3}
     """
     if not isinstance(data, dict):
-        raise _validation([], "Input should be a valid dictionary", data, "dict_type")
+        raise validation_error([], "Input should be a valid dictionary", data, "dict_type")
     properties = schema.get("properties", {})
     defs = schema.get("$defs", {})
     errors: list[dict] = []
@@ -368,7 +368,7 @@ class FieldsSession(Session):
             except WireError:
                 raise
             except Exception as exc:  # noqa: BLE001 - env errors go back to the client
-                raise WireError(ErrorCode.EXECUTION_ERROR, _describe(exc)) from exc
+                raise WireError(ErrorCode.EXECUTION_ERROR, describe_error(exc)) from exc
         if message.type == "render":
             raise WireError(ErrorCode.UNKNOWN_TYPE, "Unknown message type: render")
         return await super().handle(message)
@@ -378,7 +378,7 @@ class FieldsSession(Session):
         for key in options or {}:
             if key not in self._options:
                 accepted = ", ".join(sorted({"seed", "episode_id", *self._options}))
-                raise _validation(
+                raise validation_error(
                     [key], f"Unknown reset option; {self.source.name} accepts {accepted}",
                     options[key], "extra_forbidden",
                 )

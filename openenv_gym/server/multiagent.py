@@ -42,8 +42,9 @@ from ..wire import (
     jsonable,
     observation_message,
     type_hints,
+    validation_error,
 )
-from .session import Session, _validation as validation_error
+from .session import Session
 
 __all__ = [
     "API",

@@ -30,6 +30,7 @@ from ..wire import (
     ErrorCode,
     WireError,
     apply_type_hints,
+    validation_error,
     jsonable,
     observation_message,
     number_hint,
@@ -39,7 +40,7 @@ from ..wire import (
 from .mcp import handle_jsonrpc
 from .source import EnvSource
 
-__all__ = ["EnvHost", "Session", "EnvCaller", "EnvCallTimeout", "Execution"]
+__all__ = ["EnvHost", "Session", "EnvCaller", "EnvCallTimeout", "Execution", "describe_error"]
 
 #: How environment calls are run: ``"thread"`` always on the session's own
 #: worker thread; ``"inline"`` always on the event loop (fastest, but a slow
@@ -165,14 +166,6 @@ _STEP_KEYS = frozenset({"action", "metadata"})
 _EXTENDED_STEP_KEYS = _STEP_KEYS | {"types"}
 
 
-def _validation(loc: list, msg: str, value: Any, kind: str = "value_error") -> WireError:
-    return WireError(
-        ErrorCode.VALIDATION_ERROR,
-        "Invalid message",
-        errors=[{"type": kind, "loc": loc, "msg": msg, "input": jsonable(value)}],
-    )
-
-
 class EnvHost:
     """What every kind of session shares: one environment (or vector env),
     built by ``build`` and called through an :class:`EnvCaller`, and the time
@@ -190,6 +183,11 @@ class EnvHost:
         self.call = caller or EnvCaller()
         self.env: Any = None
         self.last_activity = time.monotonic()
+        self._reset_done = False
+        #: Set by the server when it ends the session (idle timeout, shutdown).
+        self.stop_reason: str | None = None
+        #: ``True`` while a message is being handled (a draining server lets it finish).
+        self.busy = False
 
     def touch(self) -> None:
         """Note activity (idle sessions are closed by the server's reaper)."""
@@ -203,9 +201,29 @@ class EnvHost:
             raise WireError(
                 ErrorCode.FACTORY_ERROR,
                 f"Environment factory '{self.source.name}' failed to create {self.builds}: "
-                f"{_describe(exc)}",
+                f"{describe_error(exc)}",
                 factory_name=self.source.name,
             ) from exc
+
+    async def run(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Call the env; what it raises goes back to the client as EXECUTION_ERROR.
+
+        A call past the step timeout recycles the session: the hung env is
+        abandoned (it cannot be closed while it hangs), a fresh one is built,
+        and the client must reset.
+        """
+        try:
+            return await self.call(fn, *args, **kwargs)
+        except EnvCallTimeout as exc:
+            self.env, self._reset_done = None, False
+            await self.start()
+            raise WireError(
+                ErrorCode.EXECUTION_ERROR,
+                f"The environment hung: {exc}. This session now has a fresh environment; "
+                f"call reset to start a new episode",
+            ) from exc
+        except Exception as exc:  # noqa: BLE001 - env errors go back to the client
+            raise WireError(ErrorCode.EXECUTION_ERROR, describe_error(exc)) from exc
 
     async def close(self) -> None:
         env, self.env = self.env, None
@@ -242,7 +260,6 @@ class Session(EnvHost):
         self.episode_id: str | None = None
         self.step_count = 0
         self.seed: int | None = None
-        self._reset_done = False
 
     async def handle(self, message: ClientMessage) -> dict:
         """The reply to one validated message (never called for ``close``)."""
@@ -274,14 +291,14 @@ class Session(EnvHost):
         """``seed``, ``episode_id`` and Gymnasium ``options`` (every other key) of reset data."""
         seed = data.get("seed")
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))):
-            raise _validation(["seed"], "Input should be a valid integer or null", seed, "int_type")
+            raise validation_error(["seed"], "Input should be a valid integer or null", seed, "int_type")
         if seed is not None and seed < 0:
-            raise _validation(
+            raise validation_error(
                 ["seed"], "Input should be greater than or equal to 0", seed, "greater_than_equal"
             )
         episode_id = data.get("episode_id")
         if episode_id is not None and (not isinstance(episode_id, str) or len(episode_id) > 255):
-            raise _validation(
+            raise validation_error(
                 ["episode_id"], "Input should be a string of at most 255 characters", episode_id
             )
         options = {k: v for k, v in data.items() if k not in ("seed", "episode_id")} or None
@@ -306,30 +323,10 @@ class Session(EnvHost):
         allowed = required | (_EXTENDED_STEP_KEYS if self.extended else _STEP_KEYS) - {"action"}
         for key in data:
             if key not in allowed:
-                raise _validation([key], "Extra inputs are not permitted", data[key], "extra_forbidden")
+                raise validation_error([key], "Extra inputs are not permitted", data[key], "extra_forbidden")
         for key in sorted(required):
             if key not in data:
-                raise _validation([key], "Field required", data, "missing")
-
-    async def run(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        """Call the env; what it raises goes back to the client as EXECUTION_ERROR.
-
-        A call past the step timeout recycles the session: the hung env is
-        abandoned (it cannot be closed while it hangs), a fresh one is built,
-        and the client must reset.
-        """
-        try:
-            return await self.call(fn, *args, **kwargs)
-        except EnvCallTimeout as exc:
-            self.env, self._reset_done = None, False
-            await self.start()
-            raise WireError(
-                ErrorCode.EXECUTION_ERROR,
-                f"The environment hung: {exc}. This session now has a fresh environment; "
-                f"call reset to start a new episode",
-            ) from exc
-        except Exception as exc:  # noqa: BLE001 - env errors go back to the client
-            raise WireError(ErrorCode.EXECUTION_ERROR, _describe(exc)) from exc
+                raise validation_error([key], "Field required", data, "missing")
 
     async def _reset(self, data: dict) -> dict:
         seed, episode_id, options = self.reset_arguments(data)
@@ -343,9 +340,9 @@ class Session(EnvHost):
         try:
             action = spaces.decode(space, apply_type_hints(data["action"], data.get("types")))
         except spaces.SpaceValueError as exc:
-            raise _validation(["action"], str(exc), data["action"]) from exc
-        if not _contains(space, action):
-            raise _validation(
+            raise validation_error(["action"], str(exc), data["action"]) from exc
+        if not spaces.contains(space, action):
+            raise validation_error(
                 ["action"], f"Action {_short(data['action'])} is not in the action space {space}",
                 data["action"],
             )
@@ -412,19 +409,8 @@ class Session(EnvHost):
         return self.env
 
 
-def _contains(space: gym.Space, value: Any) -> bool:
-    """``space.contains`` that answers ``False`` where some Gymnasium versions
-    raise (an int too large for the space's dtype, for instance), with a fast
-    path for the commonest action of all, a Python int in a ``Discrete``."""
-    if type(value) is int and type(space) is gym.spaces.Discrete:
-        return int(space.start) <= value < int(space.start) + int(space.n)
-    try:
-        return bool(space.contains(value))
-    except (TypeError, ValueError, OverflowError):
-        return False
-
-
-def _describe(exc: BaseException) -> str:
+def describe_error(exc: BaseException) -> str:
+    """``"Type: message"`` of an exception, for error frames."""
     text = str(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 

@@ -30,8 +30,16 @@ from gymnasium.vector.utils import batch_space
 
 from .. import spaces
 from ..vector_wire import VECTOR_VERSION, autoreset_mode, infos_fields
-from ..wire import ClientMessage, ErrorCode, WireError, apply_type_hints, jsonable, type_hints
-from .session import EnvCaller, EnvHost, _contains, _describe, _validation
+from ..wire import (
+    ClientMessage,
+    ErrorCode,
+    WireError,
+    apply_type_hints,
+    jsonable,
+    type_hints,
+    validation_error,
+)
+from .session import EnvCaller, EnvHost
 from .source import EnvSource
 from .transport import next_frame
 
@@ -58,7 +66,7 @@ def parse_vector_message(message: Any, *, first: bool) -> ClientMessage:
     a bad envelope VALIDATION_ERROR, as on ``/ws``.
     """
     if not isinstance(message, dict):
-        raise _validation([], "Input should be a valid dictionary", message, "dict_type")
+        raise validation_error([], "Input should be a valid dictionary", message, "dict_type")
     kind = message.get("type")
     allowed = {"vector_open"} if first else VECTOR_MESSAGE_TYPES
     if kind not in allowed:
@@ -68,19 +76,19 @@ def parse_vector_message(message: Any, *, first: bool) -> ClientMessage:
         )
     for key in message:
         if key not in ("type", "data"):
-            raise _validation([key], "Extra inputs are not permitted", message[key], "extra_forbidden")
+            raise validation_error([key], "Extra inputs are not permitted", message[key], "extra_forbidden")
     data = message.get("data")
     if data is None and kind in _NO_DATA | {"reset"}:
         data = {}
     if not isinstance(data, dict):
-        raise _validation(["data"], "Input should be a valid dictionary", data, "dict_type")
+        raise validation_error(["data"], "Input should be a valid dictionary", data, "dict_type")
     return ClientMessage(kind, data)
 
 
 def _public_name(data: dict) -> str:
     name = data.get("name")
     if not isinstance(name, str) or not name.isidentifier() or name.startswith("_"):
-        raise _validation(
+        raise validation_error(
             ["name"], "Input should be the name of a public attribute (no leading underscore)",
             name,
         )
@@ -115,7 +123,6 @@ class VectorSession(EnvHost):
         self.arrays = arrays
         self.observation_space = batch_space(source.observation_space, num_envs)
         self.action_space = batch_space(source.action_space, num_envs)
-        self._reset_done = False
 
     def _make(self) -> gym.vector.VectorEnv:
         fns = [self.source.make] * self.num_envs
@@ -146,15 +153,15 @@ class VectorSession(EnvHost):
             args = data.get("args") or [] if kind == "call" else []
             kwargs = data.get("kwargs") or {} if kind == "call" else {}
             if not isinstance(args, list) or not isinstance(kwargs, dict):
-                raise _validation(["args"], "args must be a list and kwargs an object", data)
-            results = await self._run(self._vector().call, _public_name(data), *args, **kwargs)
+                raise validation_error(["args"], "args must be a list and kwargs an object", data)
+            results = await self.run(self._vector().call, _public_name(data), *args, **kwargs)
             return self._values_reply(kind, list(results))
         if kind == "set_attr":
             values = apply_type_hints(data.get("values"), data.get("types"))
-            await self._run(self._vector().set_attr, _public_name(data), values)
+            await self.run(self._vector().set_attr, _public_name(data), values)
             return {"type": "set_attr", "data": {}}
         if kind == "render":
-            frames = await self._run(self._vector().render)
+            frames = await self.run(self._vector().render)
             return self._values_reply("render", list(frames or ()))
         raise WireError(ErrorCode.UNKNOWN_TYPE, f"Unknown message type: {kind}")
 
@@ -165,17 +172,17 @@ class VectorSession(EnvHost):
         seeds = seed if isinstance(seed, list) else [seed]
         for s in seeds:
             if s is not None and (isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 0):
-                raise _validation(["seed"], "Input should be a non-negative integer, a list of them, or null", seed)
+                raise validation_error(["seed"], "Input should be a non-negative integer, a list of them, or null", seed)
         if isinstance(seed, list) and len(seed) != self.num_envs:
-            raise _validation(["seed"], f"A list of seeds needs {self.num_envs} entries", seed)
+            raise validation_error(["seed"], f"A list of seeds needs {self.num_envs} entries", seed)
         options = data.get("options")
         if options is not None and not isinstance(options, dict):
-            raise _validation(["options"], "Input should be a valid dictionary or null", options)
+            raise validation_error(["options"], "Input should be a valid dictionary or null", options)
         options = apply_type_hints(options, data.get("types")) if options else None
         if options and "reset_mask" in options:
             mask = np.asarray(options["reset_mask"])
             if mask.dtype != np.bool_ or mask.shape != (self.num_envs,) or not mask.any():
-                raise _validation(
+                raise validation_error(
                     ["options", "reset_mask"],
                     f"reset_mask must be {self.num_envs} booleans with at least one true",
                     options["reset_mask"],
@@ -183,23 +190,23 @@ class VectorSession(EnvHost):
             if not self._reset_done:
                 raise WireError(ErrorCode.EXECUTION_ERROR, "Reset all envs (no reset_mask) before a masked reset")
             options = {**options, "reset_mask": mask}
-        obs, infos = await self._run(self._vector().reset, seed=seed, options=options)
+        obs, infos = await self.run(self._vector().reset, seed=seed, options=options)
         self._reset_done = True
         return self._observation(obs, infos)
 
     async def _step(self, data: dict) -> dict:
         if "actions" not in data:
-            raise _validation(["actions"], "Field required", data, "missing")
+            raise validation_error(["actions"], "Field required", data, "missing")
         space = self.action_space
         try:
             actions = spaces.decode(space, apply_type_hints(data["actions"], data.get("types")), path="actions")
         except spaces.SpaceValueError as exc:
-            raise _validation(["actions"], str(exc), data["actions"]) from exc
-        if not _contains(space, actions):
-            raise _validation(["actions"], f"The actions are not in the batched action space {space}", data["actions"])
+            raise validation_error(["actions"], str(exc), data["actions"]) from exc
+        if not spaces.contains(space, actions):
+            raise validation_error(["actions"], f"The actions are not in the batched action space {space}", data["actions"])
         if not self._reset_done:
             raise WireError(ErrorCode.EXECUTION_ERROR, "Call reset before step: this vector session has no episodes yet")
-        obs, rewards, terminations, truncations, infos = await self._run(self._vector().step, actions)
+        obs, rewards, terminations, truncations, infos = await self.run(self._vector().step, actions)
         reply = self._observation(obs, infos)
         fields = reply["data"]
         if self.arrays:
@@ -230,12 +237,6 @@ class VectorSession(EnvHost):
             data["types"] = hints
         return {"type": kind, "data": data}
 
-    async def _run(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return await self.call(fn, *args, **kwargs)
-        except Exception as exc:  # noqa: BLE001 - env errors go back to the client
-            raise WireError(ErrorCode.EXECUTION_ERROR, _describe(exc)) from exc
-
     def _vector(self) -> gym.vector.VectorEnv:
         if self.env is None:
             raise WireError(ErrorCode.SESSION_ERROR, "The session's vector environment is closed")
@@ -245,12 +246,12 @@ class VectorSession(EnvHost):
 def _open_request(data: dict) -> tuple[int, Any]:
     num_envs = data.get("num_envs")
     if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
-        raise _validation(["num_envs"], "Input should be a positive integer", num_envs)
+        raise validation_error(["num_envs"], "Input should be a positive integer", num_envs)
     mode = data.get("autoreset_mode", "NextStep")
     try:
         autoreset_mode(mode)
     except ValueError as exc:
-        raise _validation(["autoreset_mode"], str(exc), mode) from exc
+        raise validation_error(["autoreset_mode"], str(exc), mode) from exc
     return num_envs, mode
 
 
