@@ -169,6 +169,22 @@ def proc_cpu_seconds(pid: int | None) -> float | None:
         return None
 
 
+def proc_status(pid: int | None) -> dict[str, int]:
+    """``VmRSS`` / ``VmHWM`` (KiB) and ``Threads`` of a process, from /proc (empty if gone)."""
+    out: dict[str, int] = {}
+    if pid is None:
+        return out
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith(("VmRSS", "VmHWM", "Threads")):
+                    key, val = line.split(":", 1)
+                    out[key] = int(val.split()[0])
+    except OSError:
+        pass
+    return out
+
+
 def system_cpu_seconds() -> tuple[float, float] | None:
     """(busy, steal) CPU seconds of the whole machine since boot, all cores, from /proc/stat.
 

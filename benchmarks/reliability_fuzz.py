@@ -802,7 +802,7 @@ async def fuzz_main(args, ctx: Ctx, tally: Tally, rss: dict, on_restart) -> dict
                 stop["now"] = True
                 break
             continue
-        status = _proc_status(ctx.server.pid)
+        status = h.proc_status(ctx.server.pid)
         if status:
             rss["peak_kib"] = max(rss.get("peak_kib", 0), status.get("VmRSS", 0))
         if tally.frames >= next_report:
@@ -821,21 +821,6 @@ async def fuzz_main(args, ctx: Ctx, tally: Tally, rss: dict, on_restart) -> dict
             tally.failures.append({"category": "fuzzer", "outcome": "task_crashed",
                                    "detail": "".join(traceback.format_exception(res))[-1500:]})
     return {"elapsed_s": time.monotonic() - t0, "kinds": kinds, "restarts": crashes.restarts}
-
-
-def _proc_status(pid: int | None) -> dict:
-    out: dict[str, int] = {}
-    if pid is None:
-        return out
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith(("VmRSS", "VmHWM", "Threads")):
-                    key, val = line.split(":", 1)
-                    out[key] = int(val.split()[0])
-    except OSError:
-        pass
-    return out
 
 
 # ------------------------------------------------------------ healthy session ----
@@ -968,7 +953,7 @@ def main() -> int:
                    f"--max-sessions 64")
             h.progress(f"server pid {server.pid}: {cli}")
             time.sleep(0.5)
-            rss["before_kib"] = _proc_status(server.pid).get("VmRSS")
+            rss["before_kib"] = h.proc_status(server.pid).get("VmRSS")
 
             def start_healthy() -> None:
                 n = len(healthy_segments)  # the sessions of a dead server end on their own
@@ -1001,7 +986,7 @@ def main() -> int:
             code, body = http_get(url + "/health")
             mcode, metrics = http_get(url + "/metrics")
             time.sleep(1.0)
-            st = _proc_status(server.pid)
+            st = h.proc_status(server.pid)
             rss["after_kib"] = st.get("VmRSS")
             rss["hwm_kib"] = st.get("VmHWM")
             rss["threads_after"] = st.get("Threads")

@@ -288,21 +288,6 @@ def read_line(proc: subprocess.Popen, prefix: str, timeout: float) -> str | None
     return None
 
 
-def proc_status(pid: int | None) -> dict:
-    out: dict[str, int] = {}
-    if pid is None:
-        return out
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith(("VmRSS", "VmHWM", "Threads")):
-                    key, val = line.split(":", 1)
-                    out[key] = int(val.split()[0])
-    except OSError:
-        pass
-    return out
-
-
 def main() -> int:
     if len(sys.argv) > 1 and sys.argv[1] == "client":
         return client_main(sys.argv[2:])
@@ -337,7 +322,7 @@ def main() -> int:
             url = server.base_url
             cli = f"openenv-gym serve CartPole-v1 --port {server.port} --max-sessions {args.max_sessions}"
             h.progress(f"server pid {server.pid}: {cli}")
-            rss_before = proc_status(server.pid).get("VmRSS")
+            rss_before = h.proc_status(server.pid).get("VmRSS")
             clients = []
             for i, (enc, ids) in enumerate(groups):
                 out = scratch / f"client-{i}.json"
@@ -364,7 +349,7 @@ def main() -> int:
                 c.proc.stdin.flush()
             time.sleep(seconds / 2)
             _, health_mid = http_get(url + "/health")
-            rss_mid = proc_status(server.pid)
+            rss_mid = h.proc_status(server.pid)
             h.progress(f"mid-window /health {health_mid}; server RSS {rss_mid.get('VmRSS', 0) / 1024:.0f} MiB, "
                        f"threads {rss_mid.get('Threads')}")
             for c, _ in clients:
@@ -376,7 +361,7 @@ def main() -> int:
             _, health_end = http_get(url + "/health")
             mcode, metrics_text = http_get(url + "/metrics")
             metrics = parse_metrics(metrics_text)
-            rss_end = proc_status(server.pid)
+            rss_end = h.proc_status(server.pid)
             per_client = [json.loads(out.read_text()) for _, out in clients]
             import numpy as np
             lats = np.concatenate([np.fromfile(r["latency_file"], dtype=np.float64)
