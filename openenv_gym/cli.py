@@ -74,6 +74,11 @@ def _parser() -> argparse.ArgumentParser:
         help="drop a peer that does not answer a ping in time, or 'none' (default 20)",
     )
     serve.add_argument(
+        "--busy-poll", type=float, default=None, metavar="SECONDS",
+        help="after replying to a client on this machine, keep polling for its next "
+        "message this long instead of sleeping (default 0.001; 0 turns it off)",
+    )
+    serve.add_argument(
         "--drain-timeout", type=float, default=30.0, metavar="SECONDS",
         help="on SIGINT/SIGTERM, how long open sessions may finish their env call",
     )
@@ -123,6 +128,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         if args.max_sessions is not None:
             app_kwargs["max_sessions"] = args.max_sessions
+        if args.busy_poll is not None:
+            app_kwargs["busy_poll"] = args.busy_poll
         if args.session_timeout is not None:
             app_kwargs["session_timeout"] = args.session_timeout
         if args.env_kwargs is not None:

@@ -36,6 +36,7 @@ import msgpack
 import numpy as np
 
 __all__ = [
+    "is_loopback",
     "MSGPACK_SUBPROTOCOL",
     "JSON_SUBPROTOCOL",
     "SUBPROTOCOLS",
@@ -405,35 +406,56 @@ _HEADER = struct.Struct("<BB")  # dtype string length, ndim
 _DIM = struct.Struct("<Q")
 
 
-def _pack_array(array: np.ndarray) -> bytes:
+#: Packed ndarray headers by (dtype, shape): steps repeat the same few arrays.
+_HEADERS: dict[tuple, tuple[bytes, np.dtype]] = {}
+#: Headers kept at most, in :data:`_HEADERS` and in each codec's read cache.
+_HEADER_CACHE_SIZE = 256
+
+
+def _array_header(array: np.ndarray) -> tuple[bytes, np.dtype]:
+    """The ext payload's header for ``array`` and the dtype its data must have."""
+    key = (array.dtype, array.shape)
+    cached = _HEADERS.get(key)
+    if cached is not None:
+        return cached
     dtype = array.dtype.newbyteorder("<") if array.dtype.byteorder == ">" else array.dtype
-    code = dtype.str.encode("ascii")
     if dtype.str.lstrip("<>|=") not in ARRAY_DTYPES:
         raise TypeError(f"arrays of dtype {array.dtype} cannot be sent; use a numeric or bool dtype")
+    code = dtype.str.encode("ascii")
+    header = b"".join([_HEADER.pack(len(code), array.ndim), code, *[_DIM.pack(d) for d in array.shape]])
+    if len(_HEADERS) >= _HEADER_CACHE_SIZE:
+        _HEADERS.clear()
+    _HEADERS[key] = header, dtype
+    return header, dtype
+
+
+def _pack_array(array: np.ndarray) -> bytes:
+    header, dtype = _array_header(array)
     if array.dtype != dtype or not array.flags.c_contiguous:
         array = np.array(array, dtype=dtype, order="C")
-    return b"".join(
-        (
-            _HEADER.pack(len(code), array.ndim),
-            code,
-            b"".join([_DIM.pack(d) for d in array.shape]),
-            array.data if array.ndim else array.tobytes(),
-        )
-    )
+    return b"".join((header, array.data if array.ndim else array.tobytes()))
 
 
-def _unpack_array(payload: bytes, limits: Limits) -> np.ndarray:
-    view = memoryview(payload)
-    if len(view) < _HEADER.size:
+def _unpack_array(payload: bytes, limits: Limits, known: dict | None = None) -> np.ndarray:
+    """The ndarray of an ext payload (a read-only view of it).
+
+    ``known`` caches validated headers (header bytes → dtype, shape, data
+    size) so the arrays of every step skip re-parsing the same header.
+    """
+    if len(payload) < _HEADER.size:
         raise WireError(ErrorCode.INVALID_JSON, "Truncated ndarray header")
-    code_len, ndim = _HEADER.unpack_from(view)
-    offset = _HEADER.size
+    code_len, ndim = payload[0], payload[1]
+    end = _HEADER.size + code_len + ndim * _DIM.size
+    if known is not None and (layout := known.get(payload[:end])) is not None:
+        dtype, shape, declared = layout
+        if len(payload) - end == declared:
+            return np.frombuffer(payload, dtype=dtype, offset=end).reshape(shape)
     if ndim > 32:
         raise WireError(ErrorCode.INVALID_JSON, f"ndarray with {ndim} dimensions (at most 32)")
-    end = offset + code_len + ndim * _DIM.size
-    if len(view) < end:
+    if len(payload) < end:
         raise WireError(ErrorCode.INVALID_JSON, "Truncated ndarray header")
-    code = bytes(view[offset : offset + code_len]).decode("ascii", "replace")
+    offset = _HEADER.size
+    code = payload[offset : offset + code_len].decode("ascii", "replace")
     if code.lstrip("<>|=") not in ARRAY_DTYPES or code[:1] == ">":
         raise WireError(
             ErrorCode.INVALID_JSON,
@@ -442,22 +464,25 @@ def _unpack_array(payload: bytes, limits: Limits) -> np.ndarray:
         )
     dtype = np.dtype(code)
     shape = tuple(
-        _DIM.unpack_from(view, offset + code_len + i * _DIM.size)[0] for i in range(ndim)
+        _DIM.unpack_from(payload, offset + code_len + i * _DIM.size)[0] for i in range(ndim)
     )
-    data = view[end:]
     declared = math.prod(shape) * dtype.itemsize
-    if declared != len(data):
+    if declared != len(payload) - end:
         raise WireError(
             ErrorCode.INVALID_JSON,
             f"ndarray declares shape {shape} of {dtype} ({declared} bytes) "
-            f"but carries {len(data)} bytes",
+            f"but carries {len(payload) - end} bytes",
         )
     if declared > limits.max_array_bytes:
         raise WireError(
             ErrorCode.INVALID_JSON,
             f"ndarray of {declared} bytes exceeds the limit of {limits.max_array_bytes} bytes",
         )
-    return np.frombuffer(data, dtype=dtype).reshape(shape)
+    if known is not None:
+        if len(known) >= _HEADER_CACHE_SIZE:
+            known.clear()
+        known[payload[:end]] = dtype, shape, declared
+    return np.frombuffer(payload, dtype=dtype, offset=end).reshape(shape)
 
 
 class MsgpackCodec(Codec):
@@ -477,15 +502,16 @@ class MsgpackCodec(Codec):
             default=_pack_default, use_bin_type=True, strict_types=True, autoreset=True
         )
         self._tuple_depth = 0
+        self._known_headers: dict[bytes, tuple] = {}
 
     def encode(self, message: Any) -> bytes:
         return self._packer.pack(message)
 
     def _ext_hook(self, code: int, payload: bytes) -> Any:
         if code == EXT_NDARRAY:
-            return _unpack_array(payload, self.limits)
+            return _unpack_array(payload, self.limits, self._known_headers)
         if code == EXT_NUMPY_SCALAR:
-            array = _unpack_array(payload, self.limits)
+            array = _unpack_array(payload, self.limits, self._known_headers)
             if array.shape != ():
                 raise WireError(ErrorCode.INVALID_JSON, "numpy scalar with a non-empty shape")
             return array[()]
@@ -639,3 +665,11 @@ def apply_type_hints(value: Any, hints: Any) -> Any:
     except (TypeError, ValueError, OverflowError):
         return value
     return value
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (a name or address, IPv4-mapped IPv6 included) is this machine."""
+    host = host.strip("[]").lower()
+    if host.startswith("::ffff:"):
+        host = host[len("::ffff:"):]
+    return host in ("localhost", "::1") or host.startswith("127.")

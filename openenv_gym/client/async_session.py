@@ -25,8 +25,8 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
 from ..errors import ConnectionClosedError, MessageTimeoutError, ProtocolMismatchError, RemoteError
-from ..wire import CLOSING_ERRORS
-from .connection import _is_loopback, ws_url
+from ..wire import CLOSING_ERRORS, is_loopback
+from .connection import ws_url
 from .session import OFFERS, Encoding, RemoteSession, negotiated_codec, parse_reply
 
 __all__ = ["AsyncSession", "BlockingSession"]
@@ -72,7 +72,7 @@ class AsyncSession:
             raise ValueError(f"encoding must be 'auto', 'json' or 'msgpack', not {encoding!r}")
         url = ws_url(base_url, path)
         options: dict[str, Any] = {}
-        if _HAS_PROXY_OPTION and _is_loopback(urllib.parse.urlsplit(url).hostname or ""):
+        if _HAS_PROXY_OPTION and is_loopback(urllib.parse.urlsplit(url).hostname or ""):
             options["proxy"] = None
         try:
             websocket = await connect(

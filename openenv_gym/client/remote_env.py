@@ -64,6 +64,10 @@ class RemoteEnv(gym.Env):
             the last observation and ``info["openenv_gym.reconnected"] = True``;
             the next ``reset`` runs on a new connection. CAPACITY_REACHED is
             retried with backoff too. Off by default: errors are raised.
+        busy_poll: seconds to poll the socket for each reply before sleeping
+            until it comes. ``None``: 1 ms for a loopback server, where waking
+            a sleeping reader costs more than a fast step, and never for
+            other hosts. 0 never polls (the waiting thread uses no CPU).
 
     Server error frames raise :class:`~openenv_gym.errors.RemoteError`
     subclasses carrying the server's code and message; a lost connection
@@ -91,6 +95,7 @@ class RemoteEnv(gym.Env):
         compression: str | None = None,
         token: str | None = None,
         reconnect: Reconnect | bool | None = None,
+        busy_poll: float | None = None,
     ) -> None:
         self.base_url = http_url(base_url)
         self._session: RemoteSession | None = None
@@ -121,6 +126,7 @@ class RemoteEnv(gym.Env):
             ping_interval=ping_interval,
             ping_timeout=ping_timeout,
             compression=compression,
+            busy_poll=busy_poll,
         )
         self._last_obs: Any = None
         self._lost: BaseException | None = None

@@ -92,6 +92,7 @@ class RemoteSession:
         ping_timeout: float | None = 20.0,
         compression: str | None = None,
         path: str = "/ws",
+        busy_poll: float | None = None,
     ) -> None:
         if encoding not in OFFERS:
             raise ValueError(f"encoding must be 'auto', 'json' or 'msgpack', not {encoding!r}")
@@ -106,6 +107,7 @@ class RemoteSession:
             compression=compression,
             ping_interval=ping_interval,
             ping_timeout=ping_timeout,
+            busy_poll=busy_poll,
         )
         chosen = self.connection.subprotocol
         try:

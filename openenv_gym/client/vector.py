@@ -96,6 +96,9 @@ class RemoteVectorEnv(VectorEnv):
             a new connection (with the policy's backoff) when the autoreset
             mode starts it, and without a seed. Off by default: errors are
             raised. The constructor never retries.
+        busy_poll: as for :class:`~openenv_gym.RemoteEnv`; it applies to
+            batched mode with one server, whose lockstep connection is
+            driven from the calling thread.
 
     Raises:
         CapacityReachedError: before any step, when a server cannot hold the
@@ -121,6 +124,7 @@ class RemoteVectorEnv(VectorEnv):
         ping_interval: float | None = 20.0,
         ping_timeout: float | None = 20.0,
         reconnect: Reconnect | bool | None = None,
+        busy_poll: float | None = None,
     ) -> None:
         self._units: list[Unit] = []
         self._loop: LoopThread | InlineRunner | None = None
@@ -186,7 +190,9 @@ class RemoteVectorEnv(VectorEnv):
             # connection, without an event loop thread to hand each step to.
             self._loop = InlineRunner()
             self._ready_event = asyncio.Event()
-            self._units = [self._open_inline(contracts[0], options, self._recovery(self._loop))]
+            self._units = [
+                self._open_inline(contracts[0], {**options, "busy_poll": busy_poll}, self._recovery(self._loop))
+            ]
         else:
             self._loop = LoopThread(self.base_urls[0])
             self._units = self._loop.run(self._open(contracts, sizes, options, self._recovery(self._loop)))

@@ -42,6 +42,7 @@ from ..wire import (
     WireError,
     codec_for,
     error_message,
+    is_loopback,
     parse_client_message,
 )
 from .auth import TokenAuth, token_from_env
@@ -49,6 +50,7 @@ from .fields import FieldsSession
 from .mcp import PARSE_ERROR, handle_jsonrpc
 from .metrics import Metrics
 from .multiagent import AGENTS_PATH, Opponent, serve_agents
+from .polling import DEFAULT_BUSY_POLL, BusyPoll
 from .schema import metadata_document, openapi_document, schema_document
 from .session import EnvCaller, Execution, Session
 from .source import EnvLike, EnvSource, resolve
@@ -86,6 +88,7 @@ class _Server:
         limits: Limits,
         vector_backend: VectorBackend = "sync",
         step_timeout: float | None = None,
+        busy_poll: float = DEFAULT_BUSY_POLL,
     ) -> None:
         if max_sessions < 1:
             raise ValueError(f"max_sessions must be at least 1, not {max_sessions}")
@@ -99,6 +102,7 @@ class _Server:
         self.execution = execution
         self.vector_backend = vector_backend
         self.step_timeout = step_timeout
+        self.busy_poll = BusyPoll(busy_poll)
         self.env_caller()  # checks the combination now
         self.limits = limits
         self.sessions: dict[str, tuple[Session, asyncio.Task]] = {}
@@ -238,7 +242,12 @@ class _Server:
 
         ``parse`` validates each decoded message (``/ws`` and ``/agents`` use
         OpenEnv's rules; ``/vector`` its own message types).
+
+        After each reply to a loopback peer whose env calls run inline, the
+        loop busy-polls for the next message (see :mod:`.polling`).
         """
+        client = websocket.scope.get("client")
+        local = bool(client) and is_loopback(client[0])
         while (frame := await next_frame(websocket, codec)) is not None:
             message = None
             try:
@@ -268,6 +277,8 @@ class _Server:
             await reply(answer)
             if session.stop_reason is not None:  # the server is draining
                 return
+            if local and session.call.inline:
+                self.busy_poll.after_reply()
 
     # -- idle sessions ------------------------------------------------------
 
@@ -298,6 +309,7 @@ class _Server:
         code 1001. Returns when all are gone or after ``timeout`` seconds.
         """
         self.draining = True
+        self.busy_poll.stop()
         reason = "The server is shutting down; reconnect to another server or later"
         for session, task in list(self.sessions.values()):
             session.stop_reason = reason
@@ -436,6 +448,7 @@ def create_app(
     token: str | None = None,
     vector_backend: VectorBackend = "sync",
     opponent: Opponent | None = None,
+    busy_poll: float = DEFAULT_BUSY_POLL,
 ) -> Starlette:
     """Serve a Gymnasium environment as an OpenEnv server (an ASGI app).
 
@@ -470,6 +483,12 @@ def create_app(
             ``/ws`` session (a callable taking a
             :class:`~openenv_gym.server.multiagent.Turn`; default
             :func:`~openenv_gym.server.multiagent.random_opponent`).
+        busy_poll: seconds the event loop keeps polling for the next message
+            after replying to a client on this machine whose env steps inline
+            (see :mod:`openenv_gym.server.polling`); it saves a kernel wake-up
+            per step at the price of CPU while a client thinks. 0 turns it
+            off (:func:`~openenv_gym.local_server` does: its server shares
+            the client's process).
 
     The environment is built once here to read its spaces, so a broken factory
     fails now rather than in the first session.
@@ -487,6 +506,7 @@ def create_app(
         limits=limits or Limits(),
         vector_backend=vector_backend,
         step_timeout=step_timeout,
+        busy_poll=busy_poll,
     )
 
     def constant(response: Response):

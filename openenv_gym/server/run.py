@@ -130,8 +130,11 @@ def local_server(
 
     Picks a free port unless ``port`` is given, waits until ``/health``
     answers, yields the base URL (``http://127.0.0.1:PORT``) and always stops
-    the server on exit, whatever happened inside the block.
+    the server on exit, whatever happened inside the block. The server does
+    not busy-poll unless ``busy_poll`` says so: it shares the caller's
+    process, and its spinning loop would compete with the caller for the GIL.
     """
+    app_kwargs.setdefault("busy_poll", 0.0)
     app = create_app(env, limits=limits, **app_kwargs)
     port = port or _free_port(host)
     server = _BackgroundServer(

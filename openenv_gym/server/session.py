@@ -53,6 +53,22 @@ Execution = Literal["auto", "thread", "inline"]
 #: The longest run of fast calls an often-demoted session needs to run inline again.
 MAX_PROMOTE_AFTER = 4096
 
+try:
+    import resource
+
+    _RUSAGE_THREAD: int | None = resource.RUSAGE_THREAD  # Linux
+except (ImportError, AttributeError):
+    _RUSAGE_THREAD = None
+
+
+def _thread_usage() -> tuple[float, int] | None:
+    """CPU seconds and voluntary context switches of the calling thread, where
+    the platform tells them (Linux), else ``None``."""
+    if _RUSAGE_THREAD is None:
+        return None
+    usage = resource.getrusage(_RUSAGE_THREAD)
+    return usage.ru_utime + usage.ru_stime, usage.ru_nvcsw
+
 
 class EnvCaller:
     """Runs one session's env calls inline or on its own worker thread.
@@ -60,7 +76,9 @@ class EnvCaller:
     In ``"auto"`` mode a session starts on its thread; after ``promote_after``
     consecutive calls that each took less than ``inline_threshold`` seconds it
     runs inline, and the first call slower than that sends it back to its
-    thread. Each demotion doubles the run of fast calls needed to come back
+    thread. Where the platform reports per-thread usage (Linux), a slow
+    inline call that neither blocked nor used ``inline_threshold`` of CPU
+    was only preempted by another process: it does not count. Each demotion doubles the run of fast calls needed to come back
     (up to :data:`MAX_PROMOTE_AFTER`), so a genuinely slow env stays on its
     thread while a fast env that was merely preempted on a busy machine
     returns inline. A fast env that suddenly turns slow stalls the event loop
@@ -106,11 +124,13 @@ class EnvCaller:
 
     async def __call__(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         if self._inline:
+            auto = self.execution == "auto"
+            usage = _thread_usage() if auto else None
             start = time.perf_counter()
             try:
                 return fn(*args, **kwargs)
             finally:
-                if self.execution == "auto" and time.perf_counter() - start > self.inline_threshold:
+                if auto and time.perf_counter() - start > self.inline_threshold and self._slow_since(usage):
                     self._inline = False
                     self._fast_calls = 0
                     self.promote_after = min(self.promote_after * 2, MAX_PROMOTE_AFTER)
@@ -137,6 +157,14 @@ class EnvCaller:
                         self._inline = True
                 else:
                     self._fast_calls = 0
+
+    def _slow_since(self, before: tuple[float, int] | None) -> bool:
+        """Whether a call that took long blocked or computed (not merely preempted)."""
+        after = _thread_usage()
+        if before is None or after is None:
+            return True
+        cpu, blocked = after[0] - before[0], after[1] > before[1]
+        return blocked or cpu >= self.inline_threshold
 
     def shutdown(self) -> None:
         if self._executor is not None:
