@@ -331,6 +331,14 @@ def test_env_caller_promotes_fast_calls_and_demotes_slow_ones():
         assert not caller.inline
         await caller(lambda: None)
         assert caller.inline  # fast again: inline again, after twice as many calls
+
+        def compute(seconds: float) -> None:
+            end = time.perf_counter() + seconds
+            while time.perf_counter() < end:
+                pass
+
+        await caller(compute, 0.03)  # slow by computing, not by blocking: demoted too
+        assert not caller.inline and caller.promote_after == 16
         caller.shutdown()
         strict = EnvCaller("thread")
         for _ in range(50):

@@ -100,6 +100,24 @@ def test_msgpack_refuses_bad_arrays_with_a_reason(ext, reason):
     assert info.value.code is ErrorCode.INVALID_JSON
 
 
+def test_a_known_array_header_still_checks_the_data_size():
+    codec = wire.MsgpackCodec()
+    array = np.arange(6, dtype=np.float32).reshape(2, 3)
+    for _ in range(2):  # the second decode takes the cached header
+        np.testing.assert_array_equal(codec.decode(codec.encode({"v": array}))["v"], array)
+    short = msgpack.packb({"v": ndarray_ext("<f4", (2, 3), b"\0" * 20)})
+    with pytest.raises(WireError, match="declares shape"):
+        codec.decode(short)
+
+
+def test_array_header_caches_stay_bounded():
+    codec = wire.MsgpackCodec()
+    for n in range(600):
+        codec.decode(codec.encode({"v": np.zeros(n, np.uint8)}))
+    assert len(codec._known_headers) <= wire._HEADER_CACHE_SIZE
+    assert len(wire._HEADERS) <= wire._HEADER_CACHE_SIZE
+
+
 def test_array_size_limit_is_checked():
     codec = wire.MsgpackCodec(Limits(max_array_bytes=100))
     frame = msgpack.packb({"v": ndarray_ext("<u1", (200,), b"\0" * 200)})

@@ -1,0 +1,85 @@
+"""Busy polling on loopback: bounded on both sides, and never in the way."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import time
+
+import numpy as np
+import pytest
+
+import openenv_gym
+from openenv_gym.cli import _parser
+from openenv_gym.server.polling import BusyPoll
+from tests.conftest import asgi_server
+from tests.envs import SlowEnv
+
+
+def test_a_window_spins_then_ends_and_zero_never_spins():
+    async def scenario() -> list[bool]:
+        seen = []
+        poll = BusyPoll(0.02)
+        poll.after_reply()
+        await asyncio.sleep(0)
+        seen.append(poll.spinning)
+        await asyncio.sleep(0.1)
+        seen.append(poll.spinning)
+        off = BusyPoll(0.0)
+        off.after_reply()
+        seen.append(off.spinning)
+        return seen
+
+    assert asyncio.run(scenario()) == [True, False, False]
+
+
+def test_negative_windows_are_refused_on_both_sides(cartpole_url):
+    with pytest.raises(ValueError, match="busy_poll"):
+        openenv_gym.create_app("CartPole-v1", busy_poll=-1)
+    with pytest.raises(ValueError, match="busy_poll"):
+        openenv_gym.RemoteEnv(cartpole_url, busy_poll=-0.5)
+
+
+def test_the_server_polls_after_replying_to_a_local_client_then_sleeps():
+    app = openenv_gym.create_app("CartPole-v1", busy_poll=0.2)
+    poll = app.state.openenv_gym.busy_poll
+    with asgi_server(app) as url:
+        env = openenv_gym.RemoteEnv(url)
+        try:
+            env.reset(seed=0)
+            # A CartPole session runs inline after a few fast calls.
+            for i in range(40):
+                _, _, terminated, truncated, _ = env.step(i % 2)
+                if terminated or truncated:
+                    env.reset()
+            assert poll.spinning
+            deadline = time.monotonic() + 5
+            while poll.spinning and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert not poll.spinning
+        finally:
+            env.close()
+
+
+@pytest.mark.parametrize("window", [0.0, 0.005])
+def test_a_client_waiting_longer_than_its_window_blocks_instead_of_spinning(window):
+    """The reply to each step takes 100 ms; the client burns at most its window of CPU."""
+    app = openenv_gym.create_app(functools.partial(SlowEnv, delay=0.1), execution="thread")
+    with asgi_server(app) as url:
+        env = openenv_gym.RemoteEnv(url, busy_poll=window)
+        try:
+            env.reset(seed=0)
+            started, cpu = time.perf_counter(), time.thread_time()
+            obs, *_ = env.step(1)
+            wall, used = time.perf_counter() - started, time.thread_time() - cpu
+        finally:
+            env.close()
+    np.testing.assert_array_equal(obs, np.zeros(1, np.float32))
+    assert wall >= 0.1
+    assert used < window + 0.03, f"{used * 1000:.1f} ms of CPU for a {window * 1000:.0f} ms window"
+
+
+def test_cli_takes_a_window():
+    args = _parser().parse_args(["serve", "CartPole-v1", "--busy-poll", "0"])
+    assert args.busy_poll == 0.0
+    assert _parser().parse_args(["serve", "CartPole-v1"]).busy_poll is None
