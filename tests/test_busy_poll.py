@@ -83,3 +83,27 @@ def test_cli_takes_a_window():
     args = _parser().parse_args(["serve", "CartPole-v1", "--busy-poll", "0"])
     assert args.busy_poll == 0.0
     assert _parser().parse_args(["serve", "CartPole-v1"]).busy_poll is None
+
+
+def test_one_connection_per_process_polls_at_a_time():
+    """Two threads wait 200 ms for their replies: one spins its 50 ms, the other
+    blocks at once (two spinning threads would take turns on the GIL)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def step(env: openenv_gym.RemoteEnv) -> float:
+        cpu = time.thread_time()
+        env.step(1)
+        return time.thread_time() - cpu
+
+    app = openenv_gym.create_app(functools.partial(SlowEnv, delay=0.2), execution="thread")
+    with asgi_server(app) as url:
+        envs = [openenv_gym.RemoteEnv(url, busy_poll=0.05) for _ in range(2)]
+        try:
+            for env in envs:
+                env.reset(seed=0)
+            with ThreadPoolExecutor(2) as pool:
+                used = sorted(pool.map(step, envs))
+        finally:
+            for env in envs:
+                env.close()
+    assert used[0] < 0.01 and used[1] > 0.03, f"CPU per thread {used}: both threads spun"

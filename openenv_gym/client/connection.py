@@ -12,7 +12,7 @@ the reply lands, and on a virtual machine that wake-up costs tens of
 microseconds on both sides, more than a batch of CartPole steps' worth of
 network. A polling reader sees the reply as it lands; the price is one core
 busy for at most ``busy_poll`` seconds per message, while the caller waits
-anyway.
+anyway. One connection per process polls at a time; the others block.
 
 A small daemon thread keeps an idle connection alive: while nobody is using
 the socket it answers the server's pings and sends its own, so a learner that
@@ -54,6 +54,11 @@ _RECV_BYTES = 1 << 18
 
 #: Seconds ``Connection.recv`` busy-polls a loopback socket before it blocks.
 LOOPBACK_BUSY_POLL = 0.001
+
+#: Held by the one connection of this process that is busy-polling: others
+#: waiting at the same time block, so threads never take turns spinning on
+#: the GIL and one process never keeps more than one core busy waiting.
+_POLLING = threading.Lock()
 
 
 def ws_url(base_url: str, path: str = "/ws") -> str:
@@ -312,24 +317,30 @@ class Connection:
             raise ConnectionClosedError(f"Connection to {self.url} is closed{detail}")
 
     def _poll(self, window: float) -> None:
-        """Read without blocking until a message is complete or ``window`` seconds pass."""
-        sock = self._sock
+        """Read without blocking until a message is complete or ``window`` seconds
+        pass; at once if another connection of this process is polling."""
+        if not _POLLING.acquire(blocking=False):
+            return
         try:
-            sock.settimeout(0.0)
-        except OSError:
-            return  # closed under us: the blocking read reports it
-        end = time.perf_counter() + window
-        while not self._pending and time.perf_counter() < end:
+            sock = self._sock
             try:
-                data = sock.recv(_RECV_BYTES)
-            except (BlockingIOError, ssl.SSLWantReadError):
-                continue
-            except OSError as exc:
-                self._lost(exc)
-                return
-            self._feed(data)
-            if not data:
-                return
+                sock.settimeout(0.0)
+            except OSError:
+                return  # closed under us: the blocking read reports it
+            end = time.perf_counter() + window
+            while not self._pending and time.perf_counter() < end:
+                try:
+                    data = sock.recv(_RECV_BYTES)
+                except (BlockingIOError, ssl.SSLWantReadError):
+                    continue
+                except OSError as exc:
+                    self._lost(exc)
+                    return
+                self._feed(data)
+                if not data:
+                    return
+        finally:
+            _POLLING.release()
 
     def _flush(self) -> None:
         data = self._protocol.data_to_send()
