@@ -585,7 +585,10 @@ def render_markdown(res: dict) -> str:
           "`/proc/<pid>/stat` (server, 10 ms ticks) and `time.process_time()` (client process, all "
           "threads) over the timed window. Official frame bytes are JSON text before "
           "permessage-deflate (the official client offers it and uvicorn accepts it; ours and the "
-          "echo run without compression).",
+          "echo run without compression). Our server and RemoteEnv run with their defaults, which "
+          "busy-poll on loopback for up to 1 ms instead of sleeping between messages "
+          "(docs/operations.md); their CPU columns include that polling. The official stack and "
+          "the echo floors do not poll, so ours can beat the echo 'floor'.",
           {"ours_msgpack/cartpole": "cartpole", "ours_json/cartpole": "cartpole_json",
            "official/cartpole": "official_cartpole", "ws_echo/cartpole": "cartpole"})
     table("image", "84x84x4 uint8 random-pixel env (Discrete(4), 1000-step episodes)",
