@@ -223,3 +223,66 @@ def test_partial_batches_skip_a_slow_env(mode):
                 envs.step(np.zeros(4, dtype=np.int64))
         finally:
             envs.close()
+
+
+def test_partial_batches_with_many_envs_per_session_server():
+    """Sessions mode with one server: every env is its own session and send() steps each."""
+    with openenv_gym.local_server("CartPole-v1") as url:
+        envs = openenv_gym.RemoteVectorEnv(url, 4, mode="sessions", batch_size=2)
+        reference = gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1")] * 4)
+        try:
+            envs.async_reset(seed=0)
+            expected, _ = reference.reset(seed=0)
+            got = {}
+            for _ in range(2):
+                obs, _, _, _, info = envs.recv()
+                got.update(zip(info["env_id"].tolist(), obs))
+            assert sorted(got) == [0, 1, 2, 3]
+            for env_id, obs in got.items():
+                np.testing.assert_array_equal(obs, expected[env_id])
+            envs.send(np.ones(4, dtype=np.int64))
+            stepped = set()
+            for _ in range(2):
+                _, rewards, _, _, info = envs.recv()
+                stepped.update(info["env_id"].tolist())
+                assert (rewards == 1.0).all()
+            assert stepped == {0, 1, 2, 3}
+        finally:
+            envs.close()
+            reference.close()
+
+
+# -- many servers ---------------------------------------------------------------------
+
+
+def _active(url: str) -> int:
+    from openenv_gym.client.connection import get_json
+
+    return get_json(f"{url}/health")["active_sessions"]
+
+
+@pytest.mark.parametrize("mode", ["sessions", "batched"])
+def test_envs_go_to_the_least_loaded_servers_first(mode):
+    with openenv_gym.local_server("CartPole-v1", max_sessions=8) as busy, \
+            openenv_gym.local_server("CartPole-v1", max_sessions=8) as idle:
+        others = [openenv_gym.RemoteEnv(busy) for _ in range(4)]
+        try:
+            envs = openenv_gym.RemoteVectorEnv([busy, idle], 8, mode=mode)
+            try:
+                # 4 + 2 on the busy server, 6 on the idle one
+                assert (_active(busy), _active(idle)) == (6, 6)
+                obs, _ = envs.reset(seed=0)
+                reference = gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1")] * 8)
+                np.testing.assert_array_equal(obs, reference.reset(seed=0)[0])
+                reference.close()
+            finally:
+                envs.close()
+            others += [openenv_gym.RemoteEnv(busy) for _ in range(4)]  # the busy server is full
+            envs = openenv_gym.RemoteVectorEnv([busy, idle], 8, mode=mode)
+            try:
+                assert envs.base_urls == [idle] and _active(idle) == 8
+            finally:
+                envs.close()
+        finally:
+            for env in others:
+                env.close()

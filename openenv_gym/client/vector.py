@@ -43,7 +43,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from ..errors import CapacityReachedError, OpenEnvGymError, ProtocolMismatchError
+from ..errors import CapacityReachedError, ConnectionClosedError, OpenEnvGymError, ProtocolMismatchError
 from ..vector_wire import VECTOR_PATH, VECTOR_VERSION, AutoresetLike
 from ..vector_wire import autoreset_mode as _autoreset_mode
 from .async_session import AsyncSession, BlockingSession
@@ -66,12 +66,49 @@ def _split(num_envs: int, servers: int) -> list[int]:
     return [num_envs // servers + (1 if i < num_envs % servers else 0) for i in range(servers)]
 
 
+def _least_loaded_split(num_envs: int, loads: Sequence[tuple[int, int | None]]) -> list[int]:
+    """Envs per server, least-loaded first: each env goes to the server holding
+    the fewest envs (its ``active`` ones plus those given it here) among those
+    with room left (``available`` is ``None`` when unknown: no limit), ties to
+    the earlier server. When no server has room, the rest go to the least
+    loaded anyway, whose capacity error then says what to change.
+
+        >>> _least_loaded_split(8, [(4, 60), (0, 60)])
+        [2, 6]
+        >>> _least_loaded_split(6, [(0, 2), (0, None)])
+        [2, 4]
+    """
+    sizes = [0] * len(loads)
+    held = [active for active, _ in loads]
+    for _ in range(num_envs):
+        roomy = [i for i, (_, available) in enumerate(loads) if available is None or sizes[i] < available]
+        best = min(roomy or range(len(loads)), key=lambda i: (held[i], i))
+        sizes[best] += 1
+        held[best] += 1
+    return sizes
+
+
+def _server_load(url: str, headers: Mapping[str, str] | None, timeout: float | None) -> tuple[int, int | None]:
+    """``(envs held, envs it has room for)`` from an openenv-gym server's
+    ``/health``; a stock server reports neither: ``(0, None)``."""
+    try:
+        health = get_json(f"{url}/health", headers=headers, timeout=timeout)
+    except ConnectionClosedError:
+        return 0, None
+    if not isinstance(health, dict):
+        return 0, None
+    active, available = health.get("active_sessions"), health.get("available_sessions")
+    valid = isinstance(active, int) and isinstance(available, int)
+    return (active, available) if valid else (0, None)
+
+
 class RemoteVectorEnv(VectorEnv):
     """A Gymnasium vector env whose sub-envs run on OpenEnv servers.
 
     Args:
-        base_url: one server, or a list of servers to spread the envs over
-            (evenly, in contiguous blocks of env ids, in the order given).
+        base_url: one server, or a list of servers to spread the envs over,
+            least-loaded first (by their ``/health``; see the vector guide),
+            in contiguous blocks of env ids in the order given.
         num_envs: number of sub-envs.
         mode: ``"auto"``, ``"batched"`` (openenv-gym servers only) or ``"sessions"``.
         autoreset_mode: Gymnasium's :class:`~gymnasium.vector.AutoresetMode` or
@@ -159,14 +196,23 @@ class RemoteVectorEnv(VectorEnv):
                     f"{first.observation_space} / {first.action_space}); all servers must serve the same env"
                 )
         self.mode = self._choose_mode(mode, schemas)
-        sizes = _split(num_envs, len(self.base_urls))
         if self.mode == "batched" and self.batch_size < num_envs:
+            sizes = _split(num_envs, len(self.base_urls))
             if len(set(sizes)) != 1 or self.batch_size % sizes[0]:
                 raise ValueError(
                     f"in batched mode a server answers for all its envs at once, so batch_size "
                     f"({self.batch_size}) must be a multiple of the envs per server ({sizes}); "
                     f"adjust num_envs / batch_size or use mode='sessions'"
                 )
+        elif len(self.base_urls) > 1:
+            loads = [_server_load(u, headers, connect_timeout) for u in self.base_urls]
+            sizes = _least_loaded_split(num_envs, loads)
+            used = [i for i, size in enumerate(sizes) if size]
+            self.base_urls = [self.base_urls[i] for i in used]
+            contracts = [contracts[i] for i in used]
+            sizes = [sizes[i] for i in used]
+        else:
+            sizes = [num_envs]
 
         self.single_observation_space = first.observation_space
         self.single_action_space = first.action_space
@@ -175,7 +221,6 @@ class RemoteVectorEnv(VectorEnv):
         self.render_mode = first.render_mode if first.extended else None
         self.metadata = {**first.env_metadata, "autoreset_mode": autoreset_mode_}
         self.metadata["render_modes"] = [self.render_mode] if self.render_mode else []
-        self._unit_of = np.repeat(np.arange(len(sizes)), sizes)
 
         options = dict(
             encoding=encoding, headers=headers, connect_timeout=connect_timeout,
@@ -196,6 +241,10 @@ class RemoteVectorEnv(VectorEnv):
         else:
             self._loop = LoopThread(self.base_urls[0])
             self._units = self._loop.run(self._open(contracts, sizes, options, self._recovery(self._loop)))
+        #: The unit (server session) stepping each env.
+        self._unit_of = np.empty(num_envs, dtype=np.int64)
+        for index, unit in enumerate(self._units):
+            self._unit_of[unit.env_ids] = index
 
     # -- opening --------------------------------------------------------------
 
