@@ -74,6 +74,12 @@ def _parser() -> argparse.ArgumentParser:
         help="drop a peer that does not answer a ping in time, or 'none' (default 20)",
     )
     serve.add_argument(
+        "--vector-backend", choices=("auto", "sync", "async"), default="auto",
+        help="what steps the envs of a batched vector session: 'sync' in this process, "
+        "'async' one worker process per env, 'auto' (default) 'sync' until the env's "
+        "steps prove slow (1 ms or more), then 'async' for later sessions",
+    )
+    serve.add_argument(
         "--busy-poll", type=float, default=None, metavar="SECONDS",
         help="after replying to a client on this machine, keep polling for its next "
         "message this long instead of sleeping (default 0.001; 0 turns it off)",
@@ -116,6 +122,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         configure_logging(args.log_format)
         app_kwargs: dict = {
             "execution": args.execution,
+            "vector_backend": args.vector_backend,
             "step_timeout": args.step_timeout,
             "token": args.token,
             "ping_interval": args.ping_interval,

@@ -55,7 +55,7 @@ from .schema import metadata_document, openapi_document, schema_document
 from .session import EnvCaller, Execution, Session
 from .source import EnvLike, EnvSource, resolve
 from .transport import Channel, SessionEndpoint, next_frame
-from .vector import VectorBackend, serve_vector
+from .vector import StepClock, VectorBackend, serve_vector
 
 __all__ = ["create_app", "DEFAULT_MAX_SESSIONS", "DEFAULT_SESSION_TIMEOUT"]
 
@@ -86,7 +86,7 @@ class _Server:
         session_timeout: float | None,
         execution: Execution,
         limits: Limits,
-        vector_backend: VectorBackend = "sync",
+        vector_backend: VectorBackend = "auto",
         step_timeout: float | None = None,
         busy_poll: float = DEFAULT_BUSY_POLL,
     ) -> None:
@@ -100,7 +100,11 @@ class _Server:
         self.max_sessions = max_sessions
         self.session_timeout = session_timeout
         self.execution = execution
+        if vector_backend not in ("auto", "sync", "async"):
+            raise ValueError(f"vector_backend must be 'auto', 'sync' or 'async', not {vector_backend!r}")
         self.vector_backend = vector_backend
+        #: How long one env step takes in this process (for ``vector_backend="auto"``).
+        self.env_steps = StepClock()
         self.step_timeout = step_timeout
         self.busy_poll = BusyPoll(busy_poll)
         self.env_caller()  # checks the combination now
@@ -259,7 +263,10 @@ class _Server:
                 started = time.perf_counter()
                 answer = await session.handle(message)
                 if message.type == "step":
-                    self.metrics.observe_step(time.perf_counter() - started)
+                    elapsed = time.perf_counter() - started
+                    self.metrics.observe_step(elapsed)
+                    if session.in_process:
+                        self.env_steps.observe(elapsed / session.slots)
             except WireError as exc:
                 if exc.code in CLOSING_ERRORS:
                     raise
@@ -446,7 +453,7 @@ def create_app(
     limits: Limits | None = None,
     step_timeout: float | None = None,
     token: str | None = None,
-    vector_backend: VectorBackend = "sync",
+    vector_backend: VectorBackend = "auto",
     opponent: Opponent | None = None,
     busy_poll: float = DEFAULT_BUSY_POLL,
 ) -> Starlette:
@@ -475,10 +482,14 @@ def create_app(
             means no authentication.
         vector_backend: what hosts the envs of a batched vector session on
             ``WS /vector`` (see :mod:`openenv_gym.server.vector`): ``"sync"``, a
-            ``SyncVectorEnv`` in this process, or ``"async"``, an
+            ``SyncVectorEnv`` in this process; ``"async"``, an
             ``AsyncVectorEnv`` with one worker process per sub-env (for slow
-            envs on a many-core server). A vector session of N envs takes N of
-            the ``max_sessions`` slots.
+            envs on a many-core server); ``"auto"`` (the default), ``"sync"``
+            until the env's steps in this server have proven slow
+            (:data:`~openenv_gym.server.vector.SLOW_ENV_STEP`), then
+            ``"async"`` for the vector sessions opened after that, on a
+            machine with more than one core. A vector session of N envs takes
+            N of the ``max_sessions`` slots.
         opponent: for PettingZoo envs, the policy playing the other seats of a
             ``/ws`` session (a callable taking a
             :class:`~openenv_gym.server.multiagent.Turn`; default

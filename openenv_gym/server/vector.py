@@ -16,12 +16,23 @@ The server builds ``gymnasium.vector.SyncVectorEnv`` (``vector_backend="sync"``,
 stepped inline on the event loop while it is fast, on a worker thread once it
 is slow) or ``AsyncVectorEnv`` (``"async"``: one process per sub-env) of the
 server's env, with the requested autoreset mode, so the semantics are
-Gymnasium's own. A vector session of N envs takes N of the server's
-``max_sessions`` slots.
+Gymnasium's own. ``"auto"`` (the default) picks ``"sync"`` until the env has
+proven slow (a step of :data:`SLOW_ENV_STEP` or more, on average, in this
+server), then ``"async"`` for the sessions opened after that. A vector
+session of N envs takes N of the server's ``max_sessions`` slots.
+
+AsyncVectorEnv forks its workers from the server, which would hand each of
+them a copy of every open TCP socket (the listening one, other clients'
+connections): a worker holding a client's socket keeps that connection open
+after the server closes it. The workers here close those copies first.
 """
 
 from __future__ import annotations
 
+import functools
+import os
+import socket
+import stat
 from typing import TYPE_CHECKING, Any, Literal
 
 import gymnasium as gym
@@ -48,11 +59,43 @@ if TYPE_CHECKING:
 
     from .app import _Server
 
-__all__ = ["VectorSession", "VectorBackend", "serve_vector", "parse_vector_message", "VECTOR_MESSAGE_TYPES"]
+__all__ = [
+    "VectorSession", "VectorBackend", "StepClock", "SLOW_ENV_STEP", "serve_vector",
+    "parse_vector_message", "VECTOR_MESSAGE_TYPES",
+]
 
 #: ``"sync"``: a SyncVectorEnv in the server process; ``"async"``: an AsyncVectorEnv
-#: (one worker process per sub-env, for slow envs on a many-core server).
-VectorBackend = Literal["sync", "async"]
+#: (one worker process per sub-env, for slow envs on a many-core server);
+#: ``"auto"``: ``"sync"`` until the env proves slow, then ``"async"``.
+VectorBackend = Literal["auto", "sync", "async"]
+
+#: Seconds per env step from which ``"auto"`` hosts new vector sessions in worker
+#: processes: well above what a step costs to ship to a worker and back.
+SLOW_ENV_STEP = 0.001
+
+
+class StepClock:
+    """A moving average of how long one env step takes in the server's process.
+
+        >>> clock = StepClock()
+        >>> clock.observe(0.002); clock.observe(0.004)
+        >>> round(clock.seconds, 4)
+        0.0022
+    """
+
+    def __init__(self, weight: float = 0.1) -> None:
+        self.weight = weight
+        self.seconds: float | None = None
+
+    def observe(self, seconds: float) -> None:
+        self.seconds = seconds if self.seconds is None else self.seconds + self.weight * (seconds - self.seconds)
+
+    def backend(self, configured: VectorBackend, num_envs: int) -> str:
+        """The backend for a new vector session of ``num_envs`` envs."""
+        if configured != "auto":
+            return configured
+        slow = self.seconds is not None and self.seconds >= SLOW_ENV_STEP
+        return "async" if slow and num_envs > 1 and (os.cpu_count() or 1) > 1 else "sync"
 
 #: Message types of a vector session after ``vector_open``.
 VECTOR_MESSAGE_TYPES = frozenset({"reset", "step", "call", "get_attr", "set_attr", "render", "close"})
@@ -113,8 +156,9 @@ class VectorSession(EnvHost):
         caller: EnvCaller,
     ) -> None:
         if backend not in ("sync", "async"):
-            raise ValueError(f"vector_backend must be 'sync' or 'async', not {backend!r}")
+            raise ValueError(f"a vector session's backend must be 'sync' or 'async', not {backend!r}")
         super().__init__(source, self._make, caller)
+        self.in_process = backend == "sync"
         self.num_envs = num_envs
         self.slots = num_envs
         self.builds = f"a vector env of {num_envs}"
@@ -125,9 +169,10 @@ class VectorSession(EnvHost):
         self.action_space = batch_space(source.action_space, num_envs)
 
     def _make(self) -> gym.vector.VectorEnv:
-        fns = [self.source.make] * self.num_envs
         if self.backend == "async":
+            fns = [functools.partial(_make_in_worker, self.source.make, os.getpid())] * self.num_envs
             return gym.vector.AsyncVectorEnv(fns, autoreset_mode=self.autoreset_mode)
+        fns = [self.source.make] * self.num_envs
         return gym.vector.SyncVectorEnv(fns, autoreset_mode=self.autoreset_mode, copy=False)
 
     def opened(self) -> dict:
@@ -243,6 +288,35 @@ class VectorSession(EnvHost):
         return self.env
 
 
+def _make_in_worker(make: Any, server_pid: int) -> gym.Env:
+    """Build the env for an AsyncVectorEnv; in a worker (not the server,
+    where AsyncVectorEnv builds one env to read its spaces), first close the
+    TCP sockets inherited from the server."""
+    if os.getpid() != server_pid:
+        _close_inherited_tcp_sockets()
+    return make()
+
+
+def _close_inherited_tcp_sockets() -> None:
+    """Close this process's IPv4/IPv6 sockets (a worker's pipes to its parent
+    are Unix sockets and stay open)."""
+    fd_dir = next((d for d in ("/proc/self/fd", "/dev/fd") if os.path.isdir(d)), None)
+    if fd_dir is None:
+        return
+    for name in os.listdir(fd_dir):
+        fd = int(name)
+        try:
+            if fd < 3 or not stat.S_ISSOCK(os.fstat(fd).st_mode):
+                continue
+            probe = socket.socket(fileno=fd)
+        except OSError:
+            continue  # the listing's own descriptor, closed by now
+        family = probe.family
+        probe.detach()
+        if family in (socket.AF_INET, socket.AF_INET6):
+            os.close(fd)
+
+
 def _open_request(data: dict) -> tuple[int, Any]:
     num_envs = data.get("num_envs")
     if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
@@ -273,7 +347,7 @@ async def serve_vector(server: "_Server", websocket: "WebSocket") -> None:
         server.source,
         num_envs=num_envs,
         autoreset=mode,
-        backend=server.vector_backend,
+        backend=server.env_steps.backend(server.vector_backend, num_envs),
         arrays=codec.binary,
         caller=server.env_caller(),
     )
