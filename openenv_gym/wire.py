@@ -28,6 +28,7 @@ from __future__ import annotations
 import enum
 import json
 import math
+import secrets
 import struct
 from dataclasses import dataclass
 from typing import Any, Union
@@ -37,6 +38,8 @@ import numpy as np
 
 __all__ = [
     "is_loopback",
+    "PROCESS_HEADER",
+    "PROCESS_TOKEN",
     "MSGPACK_SUBPROTOCOL",
     "JSON_SUBPROTOCOL",
     "SUBPROTOCOLS",
@@ -665,6 +668,16 @@ def apply_type_hints(value: Any, hints: Any) -> Any:
     except (TypeError, ValueError, OverflowError):
         return value
     return value
+
+
+# -- where the peer is ------------------------------------------------------------------
+
+#: Handshake header (request and response) carrying :data:`PROCESS_TOKEN`.
+PROCESS_HEADER = "x-openenv-gym-process"
+#: A random token of this Python process. A client and a server that see the
+#: same one run in one process, under one GIL: neither busy-polls for the
+#: other there, since a spinning thread would only slow the one it waits for.
+PROCESS_TOKEN = secrets.token_hex(8)
 
 
 def is_loopback(host: str) -> bool:

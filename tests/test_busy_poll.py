@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -11,6 +13,7 @@ import pytest
 
 import openenv_gym
 from openenv_gym.cli import _parser
+from openenv_gym.client.connection import LOOPBACK_BUSY_POLL
 from openenv_gym.server.polling import BusyPoll
 from tests.conftest import asgi_server
 from tests.envs import SlowEnv
@@ -40,23 +43,45 @@ def test_negative_windows_are_refused_on_both_sides(cartpole_url):
         openenv_gym.RemoteEnv(cartpole_url, busy_poll=-0.5)
 
 
-def test_the_server_polls_after_replying_to_a_local_client_then_sleeps():
-    app = openenv_gym.create_app("CartPole-v1", busy_poll=0.2)
+_CLIENT = """
+import sys, time, openenv_gym
+env = openenv_gym.RemoteEnv(sys.argv[1])
+env.reset(seed=0)
+for i in range(40):  # a CartPole session runs inline after a few fast calls
+    if any(env.step(i % 2)[2:4]):
+        env.reset()
+print(env.unwrapped._live().connection._busy_poll, flush=True)
+time.sleep(2)
+env.close()
+"""
+
+
+def test_the_server_polls_after_replying_to_a_client_in_another_process_then_sleeps():
+    app = openenv_gym.create_app("CartPole-v1", busy_poll=0.5)
     poll = app.state.openenv_gym.busy_poll
     with asgi_server(app) as url:
-        env = openenv_gym.RemoteEnv(url)
+        client = subprocess.Popen([sys.executable, "-c", _CLIENT, url], stdout=subprocess.PIPE, text=True)
         try:
-            env.reset(seed=0)
-            # A CartPole session runs inline after a few fast calls.
-            for i in range(40):
-                _, _, terminated, truncated, _ = env.step(i % 2)
-                if terminated or truncated:
-                    env.reset()
+            assert float(client.stdout.readline()) == LOOPBACK_BUSY_POLL  # it polls too
             assert poll.spinning
             deadline = time.monotonic() + 5
             while poll.spinning and time.monotonic() < deadline:
                 time.sleep(0.05)
             assert not poll.spinning
+        finally:
+            client.kill()
+            client.wait(10)
+
+
+def test_neither_side_polls_for_a_peer_in_its_own_process():
+    app = openenv_gym.create_app("CartPole-v1", busy_poll=0.5)
+    with asgi_server(app) as url:
+        env = openenv_gym.RemoteEnv(url)
+        try:
+            env.reset(seed=0)
+            env.step(0)
+            assert env._live().connection._busy_poll == 0
+            assert not app.state.openenv_gym.busy_poll.spinning
         finally:
             env.close()
 

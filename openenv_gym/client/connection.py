@@ -46,7 +46,7 @@ from websockets.typing import Subprotocol
 from websockets.uri import parse_uri
 
 from ..errors import ConnectionClosedError, MessageTimeoutError
-from ..wire import is_loopback
+from ..wire import PROCESS_HEADER, PROCESS_TOKEN, is_loopback
 
 __all__ = ["Connection", "ws_url", "http_url", "get_json"]
 
@@ -152,14 +152,13 @@ class Connection:
         ``compression="deflate"`` offers permessage-deflate (useful for JSON over
         slow links); the default offers none, which is what binary msgpack
         frames want. ``busy_poll``: seconds ``recv`` polls the socket before
-        it blocks; ``None`` is :data:`LOOPBACK_BUSY_POLL` for a loopback host
-        and 0 (never poll) for any other, where the network's latency dwarfs
-        a wake-up.
+        it blocks; ``None`` is :data:`LOOPBACK_BUSY_POLL` for a loopback
+        server in another process and 0 (never poll) otherwise: across a
+        network the latency dwarfs a wake-up, and a server in this process
+        (:data:`~openenv_gym.wire.PROCESS_TOKEN`) needs the GIL the poller holds.
         """
         uri = parse_uri(url)
-        if busy_poll is None:
-            busy_poll = LOOPBACK_BUSY_POLL if is_loopback(uri.host) else 0.0
-        elif busy_poll < 0:
+        if busy_poll is not None and busy_poll < 0:
             raise ValueError(f"busy_poll must be a number of seconds >= 0, not {busy_poll!r}")
         extensions = [ClientPerMessageDeflateFactory()] if compression == "deflate" else []
         if compression not in (None, "deflate"):
@@ -181,6 +180,7 @@ class Connection:
                 context = ssl.create_default_context()
                 sock = context.wrap_socket(sock, server_hostname=uri.host)
             request = protocol.connect()
+            request.headers[PROCESS_HEADER] = PROCESS_TOKEN
             if headers:
                 for name, value in headers.items():
                     request.headers[name] = value
@@ -210,6 +210,9 @@ class Connection:
                     f"WebSocket handshake with {url} failed: {protocol.handshake_exc}"
                 ) from protocol.handshake_exc
             sock.settimeout(None)
+            if busy_poll is None:
+                same_process = response.headers.get(PROCESS_HEADER) == PROCESS_TOKEN
+                busy_poll = LOOPBACK_BUSY_POLL if is_loopback(uri.host) and not same_process else 0.0
         except BaseException as exc:
             sock.close()
             if isinstance(exc, (socket.timeout, TimeoutError)) and not isinstance(

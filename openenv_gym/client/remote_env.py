@@ -65,9 +65,10 @@ class RemoteEnv(gym.Env):
             the next ``reset`` runs on a new connection. CAPACITY_REACHED is
             retried with backoff too. Off by default: errors are raised.
         busy_poll: seconds to poll the socket for each reply before sleeping
-            until it comes. ``None``: 1 ms for a loopback server, where waking
-            a sleeping reader costs more than a fast step, and never for
-            other hosts. 0 never polls (the waiting thread uses no CPU).
+            until it comes. ``None``: 1 ms for a loopback server in another
+            process, where waking a sleeping reader costs more than a fast
+            step; never for other hosts or a server in this process. 0 never
+            polls (the waiting thread uses no CPU).
 
     Server error frames raise :class:`~openenv_gym.errors.RemoteError`
     subclasses carrying the server's code and message; a lost connection

@@ -34,6 +34,8 @@ from starlette.websockets import WebSocket
 from ..vector_wire import VECTOR_PATH
 from ..wire import (
     CLOSING_ERRORS,
+    PROCESS_HEADER,
+    PROCESS_TOKEN,
     SUBPROTOCOLS,
     ClientMessage,
     Codec,
@@ -125,7 +127,9 @@ class _Server:
         encodes and sends one message."""
         offered = websocket.scope.get("subprotocols") or []
         chosen = next((p for p in SUBPROTOCOLS if p in offered), None)
-        await websocket.accept(subprotocol=chosen)
+        await websocket.accept(
+            subprotocol=chosen, headers=[(PROCESS_HEADER.encode(), PROCESS_TOKEN.encode())]
+        )
         codec = codec_for(chosen, self.limits)
         send = websocket.send_event
         frame_key = "bytes" if codec.binary else "text"
@@ -247,11 +251,13 @@ class _Server:
         ``parse`` validates each decoded message (``/ws`` and ``/agents`` use
         OpenEnv's rules; ``/vector`` its own message types).
 
-        After each reply to a loopback peer whose env calls run inline, the
-        loop busy-polls for the next message (see :mod:`.polling`).
+        After each reply to a peer on this machine (but not in this process)
+        whose env calls run inline, the loop busy-polls for the next message
+        (see :mod:`.polling`).
         """
         client = websocket.scope.get("client")
-        local = bool(client) and is_loopback(client[0])
+        elsewhere = websocket.headers.get(PROCESS_HEADER) != PROCESS_TOKEN
+        local = bool(client) and is_loopback(client[0]) and elsewhere
         while (frame := await next_frame(websocket, codec)) is not None:
             message = None
             try:
