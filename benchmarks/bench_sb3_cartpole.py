@@ -25,6 +25,7 @@ import numpy as np
 from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.evaluation import evaluate_policy
+from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.vec_env import DummyVecEnv, VecMonitor
 
 import openenv_gym
@@ -70,6 +71,7 @@ def run(name: str, venv, timesteps: int, seed: int) -> dict:
     venv = VecMonitor(venv)
     curve = Curve()
     model = PPO("MlpPolicy", venv, **hyperparameters(seed))
+    model.set_logger(Logger(folder=None, output_formats=[]))  # the default one leaves a directory in /tmp
     start = time.perf_counter()
     model.learn(timesteps, callback=curve)
     wall = time.perf_counter() - start

@@ -77,7 +77,7 @@ def _parser() -> argparse.ArgumentParser:
         "--vector-backend", choices=("auto", "sync", "async"), default="auto",
         help="what steps the envs of a batched vector session: 'sync' in this process, "
         "'async' one worker process per env, 'auto' (default) 'sync' until the env's "
-        "steps prove slow (1 ms or more), then 'async' for later sessions",
+        "steps prove slow (each of the recent ones 1 ms or more), then 'async' for later sessions",
     )
     serve.add_argument(
         "--busy-poll", type=float, default=None, metavar="SECONDS",

@@ -10,10 +10,14 @@ pytest.importorskip("stable_baselines3")
 
 from stable_baselines3 import PPO  # noqa: E402
 from stable_baselines3.common.env_checker import check_env  # noqa: E402
+from stable_baselines3.common.logger import Logger  # noqa: E402
 from stable_baselines3.common.vec_env import DummyVecEnv  # noqa: E402
 
 import openenv_gym  # noqa: E402
 from openenv_gym.sb3 import RemoteVecEnv  # noqa: E402
+
+#: A logger that writes nowhere (SB3's default leaves a directory in /tmp per run).
+QUIET = Logger(folder=None, output_formats=[])
 
 
 def test_sb3_check_env_passes_on_remote_env(cartpole_url):
@@ -96,6 +100,7 @@ def test_ppo_learns_through_the_adapter_for_a_few_steps(cartpole_url):
     venv = RemoteVecEnv(cartpole_url, num_envs=2)
     try:
         model = PPO("MlpPolicy", venv, n_steps=64, batch_size=64, n_epochs=1, seed=0, device="cpu")
+        model.set_logger(QUIET)
         model.learn(256)
         assert model.num_timesteps >= 256
     finally:
@@ -110,6 +115,7 @@ def test_maskable_ppo_on_remote_chess():
         model = sb3_contrib.MaskablePPO(
             "MlpPolicy", env, n_steps=64, batch_size=64, n_epochs=1, seed=0, device="cpu"
         )
+        model.set_logger(QUIET)
         model.learn(128)
         obs, info = env.reset(seed=1)
         action, _ = model.predict(obs, action_masks=info["action_mask"].astype(bool))

@@ -336,7 +336,7 @@ def _step_a_few_times(url: str) -> None:
     env = openenv_gym.RemoteEnv(url)
     try:
         env.reset(seed=0)
-        for _ in range(5):
+        for _ in range(10):
             env.step(0)
     finally:
         env.close()

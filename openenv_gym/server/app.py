@@ -267,12 +267,12 @@ class _Server:
                 session.busy = True
                 self.metrics.messages[message.type] += 1
                 started = time.perf_counter()
+                session.env_seconds = 0.0
                 answer = await session.handle(message)
                 if message.type == "step":
-                    elapsed = time.perf_counter() - started
-                    self.metrics.observe_step(elapsed)
+                    self.metrics.observe_step(time.perf_counter() - started)
                     if session.in_process:
-                        self.env_steps.observe(elapsed / session.slots)
+                        self.env_steps.observe(session.env_seconds / session.slots)
             except WireError as exc:
                 if exc.code in CLOSING_ERRORS:
                     raise
@@ -492,7 +492,7 @@ def create_app(
             ``AsyncVectorEnv`` with one worker process per sub-env (for slow
             envs on a many-core server); ``"auto"`` (the default), ``"sync"``
             until the env's steps in this server have proven slow
-            (:data:`~openenv_gym.server.vector.SLOW_ENV_STEP`), then
+            (:class:`~openenv_gym.server.vector.StepClock`), then
             ``"async"`` for the vector sessions opened after that, on a
             machine with more than one core. A vector session of N envs takes
             N of the ``max_sessions`` slots.

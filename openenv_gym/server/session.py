@@ -219,6 +219,9 @@ class EnvHost:
         self.stop_reason: str | None = None
         #: ``True`` while a message is being handled (a draining server lets it finish).
         self.busy = False
+        #: Seconds spent in env calls since the server last zeroed it (it
+        #: does per message, to learn how long the env's steps take).
+        self.env_seconds = 0.0
 
     def touch(self) -> None:
         """Note activity (idle sessions are closed by the server's reaper)."""
@@ -243,6 +246,7 @@ class EnvHost:
         abandoned (it cannot be closed while it hangs), a fresh one is built,
         and the client must reset.
         """
+        started = time.perf_counter()
         try:
             return await self.call(fn, *args, **kwargs)
         except EnvCallTimeout as exc:
@@ -255,6 +259,8 @@ class EnvHost:
             ) from exc
         except Exception as exc:  # noqa: BLE001 - env errors go back to the client
             raise WireError(ErrorCode.EXECUTION_ERROR, describe_error(exc)) from exc
+        finally:
+            self.env_seconds += time.perf_counter() - started
 
     async def close(self) -> None:
         env, self.env = self.env, None

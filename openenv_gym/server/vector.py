@@ -17,9 +17,10 @@ stepped inline on the event loop while it is fast, on a worker thread once it
 is slow) or ``AsyncVectorEnv`` (``"async"``: one process per sub-env) of the
 server's env, with the requested autoreset mode, so the semantics are
 Gymnasium's own. ``"auto"`` (the default) picks ``"sync"`` until the env has
-proven slow (a step of :data:`SLOW_ENV_STEP` or more, on average, in this
-server), then ``"async"`` for the sessions opened after that. A vector
-session of N envs takes N of the server's ``max_sessions`` slots.
+proven slow (every one of its recent steps in this server took
+:data:`SLOW_ENV_STEP` or more, see :class:`StepClock`), then ``"async"`` for
+the sessions opened after that. A vector session of N envs takes N of the
+server's ``max_sessions`` slots.
 
 AsyncVectorEnv forks its workers from the server, which would hand each of
 them a copy of every open TCP socket (the listening one, other clients'
@@ -29,6 +30,7 @@ after the server closes it. The workers here close those copies first.
 
 from __future__ import annotations
 
+import collections
 import functools
 import os
 import socket
@@ -75,27 +77,41 @@ SLOW_ENV_STEP = 0.001
 
 
 class StepClock:
-    """A moving average of how long one env step takes in the server's process.
+    """How long one env step takes in the server's process, by its recent
+    steps: the env is slow when even the fastest of them took
+    :data:`SLOW_ENV_STEP` or more (a fast env's steps, slowed by a busy
+    server, are not all slow at once).
 
         >>> clock = StepClock()
-        >>> clock.observe(0.002); clock.observe(0.004)
-        >>> round(clock.seconds, 4)
-        0.0022
+        >>> for seconds in [0.002] * 7 + [0.0001]:
+        ...     clock.observe(seconds)
+        >>> clock.fastest, clock.slow
+        (0.0001, False)
     """
 
-    def __init__(self, weight: float = 0.1) -> None:
-        self.weight = weight
-        self.seconds: float | None = None
+    #: Steps remembered, and steps needed before the clock tells slow from fast.
+    WINDOW, ENOUGH = 32, 8
+
+    def __init__(self) -> None:
+        self._recent: collections.deque[float] = collections.deque(maxlen=self.WINDOW)
 
     def observe(self, seconds: float) -> None:
-        self.seconds = seconds if self.seconds is None else self.seconds + self.weight * (seconds - self.seconds)
+        self._recent.append(seconds)
+
+    @property
+    def fastest(self) -> float | None:
+        return min(self._recent) if self._recent else None
+
+    @property
+    def slow(self) -> bool:
+        return len(self._recent) >= self.ENOUGH and min(self._recent) >= SLOW_ENV_STEP
 
     def backend(self, configured: VectorBackend, num_envs: int) -> str:
         """The backend for a new vector session of ``num_envs`` envs."""
         if configured != "auto":
             return configured
-        slow = self.seconds is not None and self.seconds >= SLOW_ENV_STEP
-        return "async" if slow and num_envs > 1 and (os.cpu_count() or 1) > 1 else "sync"
+        return "async" if self.slow and num_envs > 1 and (os.cpu_count() or 1) > 1 else "sync"
+
 
 #: Message types of a vector session after ``vector_open``.
 VECTOR_MESSAGE_TYPES = frozenset({"reset", "step", "call", "get_attr", "set_attr", "render", "close"})
