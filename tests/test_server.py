@@ -347,3 +347,22 @@ def test_env_caller_promotes_fast_calls_and_demotes_slow_ones():
         strict.shutdown()
 
     asyncio.run(scenario())
+
+
+def test_env_caller_counts_the_time_its_calls_run():
+    import asyncio
+
+    from openenv_gym.server.session import EnvCaller
+
+    async def scenario() -> tuple[float, float]:
+        measured = []
+        for execution in ("thread", "inline"):
+            caller = EnvCaller(execution)
+            await caller(time.sleep, 0.02)
+            await caller(time.sleep, 0.01)
+            measured.append(caller.seconds)
+            caller.shutdown()
+        return tuple(measured)
+
+    for seconds in asyncio.run(scenario()):
+        assert 0.03 <= seconds < 0.1

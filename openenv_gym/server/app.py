@@ -267,12 +267,12 @@ class _Server:
                 session.busy = True
                 self.metrics.messages[message.type] += 1
                 started = time.perf_counter()
-                session.env_seconds = 0.0
+                session.call.seconds = 0.0
                 answer = await session.handle(message)
                 if message.type == "step":
                     self.metrics.observe_step(time.perf_counter() - started)
                     if session.in_process:
-                        self.env_steps.observe(session.env_seconds / session.slots)
+                        self.env_steps.observe(session.call.seconds / session.slots)
             except WireError as exc:
                 if exc.code in CLOSING_ERRORS:
                     raise

@@ -116,6 +116,9 @@ class EnvCaller:
         self.promote_after = promote_after
         self._inline = execution == "inline"
         self._fast_calls = 0
+        #: Seconds the calls spent running (on the thread: from when it started
+        #: the call, so waiting for the thread is not counted), summed until reset.
+        self.seconds = 0.0
         self._executor: ThreadPoolExecutor | None = None
 
     @property
@@ -130,7 +133,8 @@ class EnvCaller:
             try:
                 return fn(*args, **kwargs)
             finally:
-                if auto and time.perf_counter() - start > self.inline_threshold and self._slow_since(usage):
+                self.seconds += (elapsed := time.perf_counter() - start)
+                if auto and elapsed > self.inline_threshold and self._slow_since(usage):
                     self._inline = False
                     self._fast_calls = 0
                     self.promote_after = min(self.promote_after * 2, MAX_PROMOTE_AFTER)
@@ -150,6 +154,8 @@ class EnvCaller:
                     f"{getattr(fn, '__name__', 'the call')} took longer than {self.timeout} s"
                 ) from None
         finally:
+            if timed.elapsed is not None:
+                self.seconds += timed.elapsed
             if self.execution == "auto":
                 if timed.elapsed is not None and timed.elapsed < self.inline_threshold:
                     self._fast_calls += 1
@@ -219,9 +225,6 @@ class EnvHost:
         self.stop_reason: str | None = None
         #: ``True`` while a message is being handled (a draining server lets it finish).
         self.busy = False
-        #: Seconds spent in env calls since the server last zeroed it (it
-        #: does per message, to learn how long the env's steps take).
-        self.env_seconds = 0.0
 
     def touch(self) -> None:
         """Note activity (idle sessions are closed by the server's reaper)."""
@@ -246,7 +249,6 @@ class EnvHost:
         abandoned (it cannot be closed while it hangs), a fresh one is built,
         and the client must reset.
         """
-        started = time.perf_counter()
         try:
             return await self.call(fn, *args, **kwargs)
         except EnvCallTimeout as exc:
@@ -259,8 +261,6 @@ class EnvHost:
             ) from exc
         except Exception as exc:  # noqa: BLE001 - env errors go back to the client
             raise WireError(ErrorCode.EXECUTION_ERROR, describe_error(exc)) from exc
-        finally:
-            self.env_seconds += time.perf_counter() - started
 
     async def close(self) -> None:
         env, self.env = self.env, None
