@@ -286,7 +286,9 @@ def render(data: dict, envs: list[str]) -> str:
         "the machine's cores. Sync/AsyncVectorEnv run in the client process (no network). Our servers and "
         "RemoteVectorEnv run with their defaults, which busy-poll on loopback for up to 1 ms instead of "
         "sleeping between messages ([operations.md](operations.md#busy-polling-on-loopback)); the official "
-        "server and client do not.",
+        "server and client do not. At N=64 the anchors run 64 processes (AsyncVectorEnv) or 64 sessions "
+        "(official client) on the machine's cores; their numbers swing widely between runs and within one "
+        "(see min–max), ours much less.",
         "",
         f"![env-steps/s against N]({PLOT_PATH.name})",
         "",
