@@ -342,6 +342,7 @@ class Connection:
                 self._feed(data)
                 if not data:
                     return
+            _blocking_again(sock)
         finally:
             _POLLING.release()
 
@@ -426,6 +427,7 @@ class Connection:
             except OSError as exc:
                 self._lost(exc)
                 return
+            _blocking_again(self._sock)
             if data is not None:
                 self._feed(data)
         now = time.monotonic()
@@ -439,6 +441,15 @@ class Connection:
             self._ping_sent_at = now
             self._flush()
 
+
+
+def _blocking_again(sock: socket.socket) -> None:
+    """Put a socket read without blocking back in blocking mode, so the next
+    ``sendall`` of a large frame waits for room instead of failing."""
+    try:
+        sock.settimeout(None)
+    except OSError:
+        pass  # closed: the next use reports it
 
 
 def get_json(
