@@ -78,7 +78,8 @@ class EnvCaller:
     runs inline, and the first call slower than that sends it back to its
     thread. Where the platform reports per-thread usage (Linux), a slow
     inline call that neither blocked nor used ``inline_threshold`` of CPU
-    was only preempted by another process: it does not count. Each demotion doubles the run of fast calls needed to come back
+    was only preempted by another process: it does not count. Each demotion
+    doubles the run of fast calls needed to come back
     (up to :data:`MAX_PROMOTE_AFTER`), so a genuinely slow env stays on its
     thread while a fast env that was merely preempted on a busy machine
     returns inline. A fast env that suddenly turns slow stalls the event loop
