@@ -20,7 +20,11 @@ In msgpack frames, numpy arrays travel as an extension type holding the dtype,
 the shape and the raw bytes; they decode with :func:`numpy.frombuffer`, without
 a per-element copy, after the declared size was checked against the bytes that
 actually arrived. Only the dtypes in :data:`ARRAY_DTYPES` are accepted (never
-``object``); there is no pickle anywhere.
+``object``). Decoding a frame never runs pickle, eval or exec: a frame is JSON
+or msgpack, and its extension types carry raw numbers only. (A server with the
+``async`` vector backend hands decoded, validated values to Gymnasium's
+``AsyncVectorEnv``, which pickles them to its own worker processes; no byte a
+peer sent is ever unpickled.)
 """
 
 from __future__ import annotations
