@@ -61,18 +61,16 @@ VectorMode = Literal["auto", "batched", "sessions"]
 Unit = Union[SessionUnit, VectorUnit]
 
 
-def _split(num_envs: int, servers: int) -> list[int]:
-    """Envs per server: as even as possible, the remainder on the first servers."""
-    return [num_envs // servers + (1 if i < num_envs % servers else 0) for i in range(servers)]
-
-
 def _least_loaded_split(num_envs: int, loads: Sequence[tuple[int, int | None]]) -> list[int]:
     """Envs per server, least-loaded first: each env goes to the server holding
     the fewest envs (its ``active`` ones plus those given it here) among those
     with room left (``available`` is ``None`` when unknown: no limit), ties to
     the earlier server. When no server has room, the rest go to the least
-    loaded anyway, whose capacity error then says what to change.
+    loaded anyway, whose capacity error then says what to change. Equal loads
+    give the even split, the remainder on the first servers.
 
+        >>> _least_loaded_split(8, [(0, None)] * 3)
+        [3, 3, 2]
         >>> _least_loaded_split(8, [(4, 60), (0, 60)])
         [2, 6]
         >>> _least_loaded_split(6, [(0, 2), (0, None)])
@@ -197,7 +195,7 @@ class RemoteVectorEnv(VectorEnv):
                 )
         self.mode = self._choose_mode(mode, schemas)
         if self.mode == "batched" and self.batch_size < num_envs:
-            sizes = _split(num_envs, len(self.base_urls))
+            sizes = _least_loaded_split(num_envs, [(0, None)] * len(self.base_urls))
             if len(set(sizes)) != 1 or self.batch_size % sizes[0]:
                 raise ValueError(
                     f"in batched mode a server answers for all its envs at once, so batch_size "

@@ -173,7 +173,6 @@ class VectorSession(EnvHost):
         if backend not in ("sync", "async"):
             raise ValueError(f"a vector session's backend must be 'sync' or 'async', not {backend!r}")
         super().__init__(source, self._make, caller)
-        self.in_process = backend == "sync"
         self.num_envs = num_envs
         self.slots = num_envs
         self.builds = f"a vector env of {num_envs}"
@@ -182,6 +181,10 @@ class VectorSession(EnvHost):
         self.arrays = arrays
         self.observation_space = batch_space(source.observation_space, num_envs)
         self.action_space = batch_space(source.action_space, num_envs)
+
+    @property
+    def in_process(self) -> bool:  # type: ignore[override]
+        return self.backend == "sync"
 
     def _make(self) -> gym.vector.VectorEnv:
         if self.backend == "async":
