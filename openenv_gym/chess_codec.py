@@ -40,15 +40,14 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from ._extras import missing_extra
+
 try:
     import chess
     from pettingzoo.classic.chess import chess_utils
     from pettingzoo.classic.chess.chess import raw_env as _PettingZooChess
 except ImportError as exc:  # pragma: no cover - depends on the install
-    raise ImportError(
-        "the AlphaZero chess codec needs python-chess and PettingZoo: "
-        "pip install 'openenv-gym[chess]'"
-    ) from exc
+    raise missing_extra(exc, "the AlphaZero chess codec", "chess") from exc
 
 __all__ = ["AlphaZeroChess", "ACTIONS", "encode_move", "decode_action", "legal_action_mask"]
 

@@ -29,12 +29,12 @@ from typing import Any
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
+from ._extras import missing_extra
+
 try:
     from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices
 except ImportError as exc:  # pragma: no cover - depends on the install
-    raise ImportError(
-        "openenv_gym.sb3 needs Stable-Baselines3: pip install 'openenv-gym[sb3]'"
-    ) from exc
+    raise missing_extra(exc, "openenv_gym.sb3", "sb3") from exc
 
 from .client.vector import RemoteVectorEnv
 

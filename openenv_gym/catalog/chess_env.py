@@ -27,12 +27,12 @@ import random
 import uuid
 from typing import Any
 
+from .._extras import missing_extra
+
 try:
     import chess
 except ImportError as exc:  # pragma: no cover - depends on the install
-    raise ImportError(
-        "the built-in chess server needs python-chess: pip install 'openenv-gym[chess]'"
-    ) from exc
+    raise missing_extra(exc, "the built-in chess server", "chess") from exc
 
 from ..server.fields import FieldsEnv, FieldsObservation, model_schema
 

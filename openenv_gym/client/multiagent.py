@@ -26,12 +26,12 @@ from typing import Any
 
 import gymnasium as gym
 
+from .._extras import missing_extra
+
 try:
     from pettingzoo import AECEnv, ParallelEnv
 except ImportError as exc:  # pragma: no cover - depends on the install
-    raise ImportError(
-        "RemoteAECEnv and RemoteParallelEnv need PettingZoo: pip install 'openenv-gym[pettingzoo]'"
-    ) from exc
+    raise missing_extra(exc, "RemoteAECEnv and RemoteParallelEnv", "pettingzoo") from exc
 
 from .. import spaces
 from ..errors import OpenEnvGymError, ProtocolMismatchError
