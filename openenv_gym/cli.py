@@ -7,19 +7,31 @@
 
 SIGINT and SIGTERM stop the server cleanly: open sessions get a close frame
 and their environments are closed.
+
+A server that cannot start (an unknown env, a module that does not import, a
+factory that raises, a port in use) fails in one line on stderr saying what
+was wrong, with exit status 1; ``--debug`` shows the traceback instead. The
+line ``serving env=... url=...`` is logged once the port is bound. Modules of
+the current directory are importable, as with ``python -m``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from .wire import Limits
 
 __all__ = ["main"]
+
+#: ``--log-level`` choices (the server's :data:`~openenv_gym.server.logs.LOG_LEVELS`,
+#: repeated here so that ``--help`` works without the server extra).
+_LOG_LEVELS = ("debug", "info", "warning", "error")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -28,34 +40,32 @@ def _parser() -> argparse.ArgumentParser:
         description="Serve Gymnasium environments as OpenEnv servers, and more.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_serve(commands)
+    commands.add_parser(
+        "list",
+        help="list the openenv/... catalog ids",
+        description="Every catalog id, its upstream OpenEnv env, and where its server comes from.",
+    )
+    return parser
+
+
+def _add_serve(commands: Any) -> None:
     serve = commands.add_parser(
         "serve",
         help="serve an environment as an OpenEnv server",
         description="Serve ENV (a Gymnasium id such as CartPole-v1, module:factory, a "
         "PettingZoo module such as pettingzoo.classic.connect_four_v3, or gym:ID for an id "
-        "of the old gym package) "
-        "over OpenEnv's HTTP + WebSocket protocol.",
+        "of the old gym package) over OpenEnv's HTTP + WebSocket protocol.",
     )
     serve.add_argument("env", metavar="ENV", help="Gymnasium id, module:factory, PettingZoo module or gym:ID")
+    _add_network_options(serve)
+    _add_session_options(serve)
+    _add_output_options(serve)
+
+
+def _add_network_options(serve: argparse.ArgumentParser) -> None:
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8000, help="port (default 8000)")
-    serve.add_argument("--max-sessions", type=int, default=None, help="concurrent sessions allowed")
-    serve.add_argument(
-        "--session-timeout", type=float, default=None,
-        help="close sessions idle for this many seconds",
-    )
-    serve.add_argument(
-        "--execution", choices=("auto", "thread", "inline"), default="auto",
-        help="where env calls run (default auto)",
-    )
-    serve.add_argument(
-        "--env-kwargs", type=json.loads, default=None, metavar="JSON",
-        help="keyword arguments for gym.make or the factory, as a JSON object",
-    )
-    serve.add_argument(
-        "--step-timeout", type=float, default=None, metavar="SECONDS",
-        help="an env call taking longer gets EXECUTION_ERROR and a fresh env",
-    )
     serve.add_argument(
         "--token", default=None,
         help="require 'Authorization: Bearer TOKEN' on every route but /health "
@@ -74,12 +84,6 @@ def _parser() -> argparse.ArgumentParser:
         help="drop a peer that does not answer a ping in time, or 'none' (default 20)",
     )
     serve.add_argument(
-        "--vector-backend", choices=("auto", "sync", "async"), default="auto",
-        help="what steps the envs of a batched vector session: 'sync' in this process, "
-        "'async' one worker process per env, 'auto' (default) 'sync' until the env's "
-        "steps prove slow (each of the recent ones 1 ms or more), then 'async' for later sessions",
-    )
-    serve.add_argument(
         "--busy-poll", type=float, default=None, metavar="SECONDS",
         help="after replying to a client on this machine, keep polling for its next "
         "message this long instead of sleeping (default 0.001; 0 turns it off)",
@@ -88,16 +92,48 @@ def _parser() -> argparse.ArgumentParser:
         "--drain-timeout", type=float, default=30.0, metavar="SECONDS",
         help="on SIGINT/SIGTERM, how long open sessions may finish their env call",
     )
+
+
+def _add_session_options(serve: argparse.ArgumentParser) -> None:
+    serve.add_argument(
+        "--env-kwargs", type=_json_object, default=None, metavar="JSON",
+        help="keyword arguments for gym.make or the factory, as a JSON object",
+    )
+    serve.add_argument("--max-sessions", type=int, default=None, help="concurrent sessions allowed")
+    serve.add_argument(
+        "--session-timeout", type=float, default=None,
+        help="close sessions idle for this many seconds",
+    )
+    serve.add_argument(
+        "--execution", choices=("auto", "thread", "inline"), default="auto",
+        help="where env calls run (default auto)",
+    )
+    serve.add_argument(
+        "--step-timeout", type=float, default=None, metavar="SECONDS",
+        help="an env call taking longer gets EXECUTION_ERROR and a fresh env",
+    )
+    serve.add_argument(
+        "--vector-backend", choices=("auto", "sync", "async"), default="auto",
+        help="what steps the envs of a batched vector session: 'sync' in this process, "
+        "'async' one worker process per env, 'auto' (default) 'sync' until the env's "
+        "steps prove slow (each of the recent ones 1 ms or more), then 'async' for later sessions",
+    )
+
+
+def _add_output_options(serve: argparse.ArgumentParser) -> None:
     serve.add_argument(
         "--log-format", choices=("text", "json"), default="text",
         help="server log lines as text or as one JSON object per line",
     )
-    commands.add_parser(
-        "list",
-        help="list the openenv/... catalog ids",
-        description="Every catalog id, its upstream OpenEnv env, and where its server comes from.",
+    serve.add_argument(
+        "--log-level", choices=_LOG_LEVELS, default="info",
+        help="least severe log lines shown (default info; debug adds one line per session "
+        "opened and closed)",
     )
-    return parser
+    serve.add_argument(
+        "--debug", action="store_true",
+        help="show the traceback when the server cannot start (and log at debug level)",
+    )
 
 
 def _list_envs() -> int:
@@ -111,50 +147,93 @@ def _list_envs() -> int:
     return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    if args.command == "list":
-        return _list_envs()
-    if args.command == "serve":
-        from .server import serve
-        from .server.logs import configure_logging
+def _serve_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The keyword arguments of :func:`~openenv_gym.serve` that ``args`` set."""
+    options: dict[str, Any] = {
+        "host": args.host,
+        "port": args.port,
+        "execution": args.execution,
+        "vector_backend": args.vector_backend,
+        "step_timeout": args.step_timeout,
+        "token": args.token,
+        "ping_interval": args.ping_interval,
+        "ping_timeout": args.ping_timeout,
+        "drain_timeout": args.drain_timeout,
+    }
+    if args.max_frame_bytes is not None:
+        options["limits"] = Limits(
+            max_frame_bytes=args.max_frame_bytes, max_array_bytes=args.max_frame_bytes
+        )
+    optional = {
+        "max_sessions": args.max_sessions,
+        "busy_poll": args.busy_poll,
+        "session_timeout": args.session_timeout,
+        "env_kwargs": args.env_kwargs,
+    }
+    options.update({key: value for key, value in optional.items() if value is not None})
+    return options
 
-        configure_logging(args.log_format)
-        app_kwargs: dict = {
-            "execution": args.execution,
-            "vector_backend": args.vector_backend,
-            "step_timeout": args.step_timeout,
-            "token": args.token,
-            "ping_interval": args.ping_interval,
-            "ping_timeout": args.ping_timeout,
-            "drain_timeout": args.drain_timeout,
-        }
-        if args.max_frame_bytes is not None:
-            app_kwargs["limits"] = Limits(
-                max_frame_bytes=args.max_frame_bytes, max_array_bytes=args.max_frame_bytes
-            )
-        if args.max_sessions is not None:
-            app_kwargs["max_sessions"] = args.max_sessions
-        if args.busy_poll is not None:
-            app_kwargs["busy_poll"] = args.busy_poll
-        if args.session_timeout is not None:
-            app_kwargs["session_timeout"] = args.session_timeout
-        if args.env_kwargs is not None:
-            if not isinstance(args.env_kwargs, dict):
-                print("openenv-gym: --env-kwargs must be a JSON object", file=sys.stderr)
-                return 2
-            app_kwargs["env_kwargs"] = args.env_kwargs
+
+def _serve(args: argparse.Namespace) -> int:
+    level = "debug" if args.debug else args.log_level
+    try:
+        from .server import serve
+        from .server.logs import configure_logging, uvicorn_log_level
+
+        configure_logging(args.log_format, level)
         # uvicorn shuts down gracefully on SIGINT/SIGTERM, restores these
         # handlers and re-raises the signal: end with status 0, no traceback.
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, _exit_quietly)
-        print(f"openenv-gym: serving {args.env} on http://{args.host}:{args.port}", flush=True)
-        serve(args.env, host=args.host, port=args.port, **app_kwargs)
+        if "" not in sys.path and os.getcwd() not in sys.path:
+            sys.path.insert(0, os.getcwd())  # as `python -m` and uvicorn do
+        uvicorn_kwargs = {"log_level": uvicorn_log_level(level), "log_config": None}
+        serve(args.env, uvicorn_kwargs=uvicorn_kwargs, **_serve_options(args))
+    except Exception as exc:  # noqa: BLE001 - every failure to start is reported in one line
+        if args.debug:
+            raise
+        print(f"openenv-gym: {_why_not_served(args.env, exc)}", file=sys.stderr)
+        return 1
     return 0
+
+
+def _why_not_served(env: str, exc: BaseException) -> str:
+    """One line saying why ``env`` could not be served, and what to do."""
+    from .errors import OpenEnvGymError
+
+    hints = ["--debug shows the traceback"]
+    if isinstance(exc, OSError) and isinstance(exc, OpenEnvGymError):  # the port: it says it all
+        return f"{exc} ({hints[0]})"
+    text = " ".join((str(exc) or type(exc).__name__).split())
+    if isinstance(exc, ModuleNotFoundError):
+        if exc.name and env.split(":")[0].startswith(exc.name):
+            hints.insert(0, "a module of your own must be importable from this directory or PYTHONPATH")
+    elif type(exc).__module__.startswith("gymnasium"):
+        hints.insert(0, "ENV is a Gymnasium id, module:factory, a PettingZoo module or gym:ID")
+    elif not isinstance(exc, (ImportError, OpenEnvGymError)):
+        text = f"{type(exc).__name__}: {text}"
+    return f"cannot serve {env!r}: {text} ({'; '.join(hints)})"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command == "list":
+        return _list_envs()
+    return _serve(args)
 
 
 def _optional_seconds(text: str) -> float | None:
     return None if text.lower() in ("none", "off", "0") else float(text)
+
+
+def _json_object(text: str) -> dict:
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not JSON ({exc}); pass an object such as '{{\"level\": 3}}'") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"a JSON object is needed, not {text!r}; such as '{{\"level\": 3}}'")
+    return value
 
 
 def _exit_quietly(signum: int, frame: object) -> None:

@@ -209,7 +209,7 @@ class _Server:
         self._start_reaper()
         client = websocket.scope.get("client")
         peer = f"{client[0]}:{client[1]}" if client else "?"
-        logger.info(
+        logger.debug(
             "session_open id=%s kind=%s peer=%s encoding=%s active=%d",
             session.id, type(session).__name__, peer,
             "msgpack" if session.arrays else "json", self.active_envs(),
@@ -232,7 +232,7 @@ class _Server:
             if session.stop_reason is not None:
                 await _quietly(reply(error_message(ErrorCode.SESSION_ERROR, session.stop_reason)))
             await _quietly(websocket.close(1001 if self.draining else 1000))
-            logger.info(
+            logger.debug(
                 "session_close id=%s reason=%s active=%d", session.id,
                 "server" if session.stop_reason else "client", self.active_envs(),
             )

@@ -16,7 +16,10 @@ import logging
 import sys
 import time
 
-__all__ = ["configure_logging", "JsonFormatter"]
+__all__ = ["configure_logging", "JsonFormatter", "quiet_uvicorn", "uvicorn_log_level", "LOG_LEVELS"]
+
+#: Level names ``configure_logging`` and ``openenv-gym serve --log-level`` take.
+LOG_LEVELS = ("debug", "info", "warning", "error")
 
 
 class JsonFormatter(logging.Formatter):
@@ -44,8 +47,14 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(fields, ensure_ascii=False)
 
 
-def configure_logging(fmt: str = "text", level: int = logging.INFO) -> None:
-    """Send ``openenv_gym`` logs to stderr as ``text`` or ``json`` lines."""
+def configure_logging(fmt: str = "text", level: int | str = logging.INFO) -> None:
+    """Send ``openenv_gym`` logs to stderr as ``text`` or ``json`` lines, from ``level``
+    (a :mod:`logging` level or one of :data:`LOG_LEVELS`) up.
+
+    uvicorn's logs go the same way when uvicorn runs with ``log_config=None``
+    (so that it keeps its hands off logging) and :func:`uvicorn_log_level`.
+    """
+    level = _level(level)
     handler = logging.StreamHandler(sys.stderr)
     if fmt == "json":
         handler.setFormatter(JsonFormatter())
@@ -53,7 +62,45 @@ def configure_logging(fmt: str = "text", level: int = logging.INFO) -> None:
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
     else:
         raise ValueError(f"log format must be 'text' or 'json', not {fmt!r}")
-    logger = logging.getLogger("openenv_gym")
-    logger.handlers[:] = [handler]
-    logger.setLevel(level)
-    logger.propagate = False
+    for name in ("openenv_gym", "uvicorn"):  # uvicorn's lines too (run it with log_config=None)
+        logger = logging.getLogger(name)
+        logger.handlers[:] = [handler]
+        logger.propagate = False
+    logging.getLogger("openenv_gym").setLevel(level)
+
+
+def uvicorn_log_level(level: int | str) -> str:
+    """uvicorn's ``log_level`` beside openenv-gym's ``level``: everything at
+    ``debug``, else its warnings and errors (never below ``level``)."""
+    level = _level(level)
+    return logging.getLevelName(logging.DEBUG if level <= logging.DEBUG else max(level, logging.WARNING)).lower()
+
+
+def _level(level: int | str) -> int:
+    if isinstance(level, int):
+        return level
+    if level.lower() not in LOG_LEVELS:
+        raise ValueError(f"log level must be one of {', '.join(LOG_LEVELS)}, not {level!r}")
+    return getattr(logging, level.upper())
+
+
+class _InvalidUtf8Frame(logging.Filter):
+    """uvicorn logs a text frame that is not UTF-8 as an ERROR with a traceback;
+    it is a misbehaving client, which uvicorn closes with 1007: one WARNING line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.ERROR and record.getMessage().startswith("Invalid UTF-8"):
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+            record.msg, record.args = "invalid_frame reason=text-frame-not-utf-8 closed=1007", ()
+            record.exc_info = record.exc_text = None
+        return True
+
+
+_UVICORN_FILTER = _InvalidUtf8Frame()
+
+
+def quiet_uvicorn() -> None:
+    """Install the filters that keep uvicorn's log of client mistakes to one line each."""
+    uvicorn_error = logging.getLogger("uvicorn.error")
+    if _UVICORN_FILTER not in uvicorn_error.filters:
+        uvicorn_error.addFilter(_UVICORN_FILTER)

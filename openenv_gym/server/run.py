@@ -7,6 +7,8 @@
 from __future__ import annotations
 
 import contextlib
+import errno
+import logging
 import socket
 import threading
 import time
@@ -17,11 +19,50 @@ from typing import Any
 
 import uvicorn
 
+from ..errors import OpenEnvGymError
 from ..wire import Limits
 from .app import create_app
+from .logs import quiet_uvicorn
 from .source import EnvLike
 
-__all__ = ["serve", "local_server", "uvicorn_config", "GracefulServer"]
+__all__ = ["serve", "local_server", "uvicorn_config", "GracefulServer", "listening_socket", "ListenError"]
+
+logger = logging.getLogger("openenv_gym.server")
+
+
+class ListenError(OpenEnvGymError, OSError):
+    """The server could not listen on its address (a port in use, an address
+    this machine does not have, a port that needs privileges)."""
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to ``host``:``port`` and listening (port 0: any free port).
+
+    Binding before the server starts means a port in use fails here, with a
+    :class:`ListenError` that says so, and that the server is reachable as
+    soon as this returns (connections queue until its loop accepts them).
+    """
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+    except socket.gaierror as exc:
+        raise ListenError(f"cannot listen on {host}:{port}: unknown host ({exc.strerror})") from exc
+    sock = socket.socket(family, kind, proto)
+    try:
+        if hasattr(socket, "SO_REUSEADDR"):  # restarts reuse a port in TIME_WAIT, as uvicorn's do
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        hint = (
+            "stop what holds it or choose another port"
+            if exc.errno == errno.EADDRINUSE
+            else "choose another host or port"
+        )
+        raise ListenError(f"cannot listen on {host}:{port}: {exc.strerror}; {hint}") from exc
+    return sock
 
 
 def uvicorn_config(
@@ -42,6 +83,7 @@ def uvicorn_config(
     access logs are off (one line per HTTP request drowns real problems).
     """
     limits = limits or Limits()
+    quiet_uvicorn()
     options: dict[str, Any] = {
         "ws_max_size": limits.max_frame_bytes,
         "ws_ping_interval": ping_interval,
@@ -95,19 +137,24 @@ def serve(
     ``session_timeout``, ``step_timeout``, ``execution``, ``token``, ...).
     On shutdown, sessions get up to ``drain_timeout`` seconds to finish the
     env call they are in (see :class:`GracefulServer`).
+
+    Raises :class:`ListenError` when the address cannot be bound; an env that
+    cannot be served fails in :func:`~openenv_gym.create_app`, before that.
+    Once listening, logs ``serving env=... url=...`` on ``openenv_gym.server``.
     """
     app = create_app(env, limits=limits, **app_kwargs)
     config = uvicorn_config(
         app, host=host, port=port, limits=limits, ping_interval=ping_interval,
         ping_timeout=ping_timeout, **(uvicorn_kwargs or {}),
     )
-    GracefulServer(config, drain_timeout=drain_timeout).run()
+    with listening_socket(host, port) as sock:
+        source = app.state.openenv_gym.source
+        logger.info("serving env=%s url=%s", source.name, _url(host, sock.getsockname()[1]))
+        GracefulServer(config, drain_timeout=drain_timeout).run(sockets=[sock])
 
 
-def _free_port(host: str) -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]
+def _url(host: str, port: int) -> str:
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
 class _BackgroundServer(GracefulServer):
@@ -136,14 +183,16 @@ def local_server(
     """
     app_kwargs.setdefault("busy_poll", 0.0)
     app = create_app(env, limits=limits, **app_kwargs)
-    port = port or _free_port(host)
+    sock = listening_socket(host, port or 0)
+    url = _url(host, sock.getsockname()[1])
     server = _BackgroundServer(
-        uvicorn_config(app, host=host, port=port, limits=limits, **(uvicorn_kwargs or {})),
+        uvicorn_config(app, host=host, port=port or 0, limits=limits, **(uvicorn_kwargs or {})),
         drain_timeout=5.0,
     )
-    thread = threading.Thread(target=server.run, name=f"openenv-gym server :{port}", daemon=True)
+    thread = threading.Thread(
+        target=server.run, kwargs={"sockets": [sock]}, name=f"openenv-gym server {url}", daemon=True
+    )
     thread.start()
-    url = f"http://{host}:{port}"
     try:
         _wait_healthy(url, thread, startup_timeout)
         yield url
@@ -153,6 +202,7 @@ def local_server(
         if thread.is_alive():
             server.force_exit = True
             thread.join(timeout=5)
+        sock.close()
 
 
 def _wait_healthy(url: str, thread: threading.Thread, timeout: float) -> None:
