@@ -3,18 +3,56 @@
 from __future__ import annotations
 
 import contextlib
+import os
+import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import uvicorn
+from hypothesis.configuration import set_hypothesis_home_dir
 
 import openenv_gym
+
+#: The repository root: subprocesses that import ``tests.envs`` get it on PYTHONPATH,
+#: so the suite runs from any directory.
+ROOT = Path(__file__).resolve().parent.parent
+
+
+# Hypothesis keeps its example database in the working directory by default: keep it in
+# the temp directory instead, so the suite writes nothing into the checkout.
+if not os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
+    set_hypothesis_home_dir(Path(tempfile.gettempdir()) / "openenv-gym-hypothesis")
+
+
+def subprocess_env(**extra: str) -> dict[str, str]:
+    """The environment for a child Python that imports the tests' modules."""
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+    return {**os.environ, "PYTHONPATH": path, **extra}
+
+
+def package_source(dest: Path) -> Path:
+    """A copy of what builds the package (pyproject, README, ``openenv_gym/``) in ``dest``.
+
+    pip builds a local project in place, writing ``build/`` and ``*.egg-info``
+    beside its sources: tests that install the package install this copy, so
+    the checkout stays as it was.
+    """
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, dest / name)
+    shutil.copytree(
+        ROOT / "openenv_gym", dest / "openenv_gym",
+        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
+    )
+    return dest
 
 
 def free_port() -> int:
@@ -61,9 +99,16 @@ def asgi_server(app, **config) -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def server_process(args: list[str], url: str, timeout: float = 60.0) -> Iterator[subprocess.Popen]:
-    """Start a server subprocess, wait for /health, and always stop it by PID."""
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+def server_process(
+    args: list[str], url: str, timeout: float = 60.0, *, env: dict[str, str] | None = None
+) -> Iterator[subprocess.Popen]:
+    """Start a server subprocess, wait for /health, and always stop it by PID.
+
+    ``env`` defaults to :func:`subprocess_env` (the tests' modules importable).
+    """
+    proc = subprocess.Popen(
+        args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env or subprocess_env()
+    )
     try:
         wait_healthy(url, timeout, proc)
         yield proc

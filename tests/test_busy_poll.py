@@ -7,15 +7,16 @@ import functools
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
 
 import openenv_gym
 from openenv_gym.cli import _parser
-from openenv_gym.client.connection import LOOPBACK_BUSY_POLL
+from openenv_gym.client.connection import _POLLING, LOOPBACK_BUSY_POLL
 from openenv_gym.server.polling import BusyPoll
-from tests.conftest import asgi_server
+from tests.conftest import asgi_server, subprocess_env
 from tests.envs import SlowEnv
 
 
@@ -47,30 +48,35 @@ _CLIENT = """
 import sys, time, openenv_gym
 env = openenv_gym.RemoteEnv(sys.argv[1])
 env.reset(seed=0)
-for i in range(40):  # a CartPole session runs inline after a few fast calls
+for i in range(10):
     if any(env.step(i % 2)[2:4]):
         env.reset()
 print(env.unwrapped._live().connection._busy_poll, flush=True)
-time.sleep(2)
+time.sleep(5)
 env.close()
 """
 
 
 def test_the_server_polls_after_replying_to_a_client_in_another_process_then_sleeps():
-    app = openenv_gym.create_app("CartPole-v1", busy_poll=0.5)
+    """Windows of 2 s, so that a loaded machine delaying this test by a second still
+    sees the loop spinning after the client's last step, and then stopping."""
+    app = openenv_gym.create_app("CartPole-v1", busy_poll=2.0, execution="inline")
     poll = app.state.openenv_gym.busy_poll
     with asgi_server(app) as url:
-        client = subprocess.Popen([sys.executable, "-c", _CLIENT, url], stdout=subprocess.PIPE, text=True)
+        client = subprocess.Popen(
+            [sys.executable, "-c", _CLIENT, url], stdout=subprocess.PIPE, text=True, env=subprocess_env()
+        )
         try:
             assert float(client.stdout.readline()) == LOOPBACK_BUSY_POLL  # it polls too
             assert poll.spinning
-            deadline = time.monotonic() + 5
+            deadline = time.monotonic() + 10
             while poll.spinning and time.monotonic() < deadline:
                 time.sleep(0.05)
             assert not poll.spinning
         finally:
             client.kill()
             client.wait(10)
+            client.stdout.close()
 
 
 def test_neither_side_polls_for_a_peer_in_its_own_process():
@@ -111,24 +117,35 @@ def test_cli_takes_a_window():
 
 
 def test_one_connection_per_process_polls_at_a_time():
-    """Two threads wait 200 ms for their replies: one spins its 50 ms, the other
-    blocks at once (two spinning threads would take turns on the GIL)."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    def step(env: openenv_gym.RemoteEnv) -> float:
-        cpu = time.thread_time()
-        env.step(1)
-        return time.thread_time() - cpu
-
-    app = openenv_gym.create_app(functools.partial(SlowEnv, delay=0.2), execution="thread")
+    """While one connection of this process polls, another waiting for a reply
+    blocks at once (two spinning threads would take turns on the GIL). Checked
+    with the process-wide polling lock, so that the result does not depend on
+    how much CPU a loaded machine gives a spinning thread."""
+    app = openenv_gym.create_app(functools.partial(SlowEnv, delay=0.8), execution="thread")
     with asgi_server(app) as url:
-        envs = [openenv_gym.RemoteEnv(url, busy_poll=0.05) for _ in range(2)]
+        env = openenv_gym.RemoteEnv(url, busy_poll=2.0)
         try:
-            for env in envs:
-                env.reset(seed=0)
-            with ThreadPoolExecutor(2) as pool:
-                used = sorted(pool.map(step, envs))
+            env.reset(seed=0)
+            # Alone, a waiting connection polls: it holds the lock during its wait.
+            with ThreadPoolExecutor(1) as pool:
+                stepping = pool.submit(env.step, 1)
+                assert wait_until(_POLLING.locked, timeout=0.6)
+                stepping.result(10)
+            assert not _POLLING.locked()
+            # With another connection polling (the lock held), it blocks instead.
+            with _POLLING:
+                cpu = time.thread_time()
+                env.step(1)
+                used = time.thread_time() - cpu
         finally:
-            for env in envs:
-                env.close()
-    assert used[0] < 0.01 and used[1] > 0.03, f"CPU per thread {used}: both threads spun"
+            env.close()
+    assert used < 0.05, f"{used * 1000:.0f} ms of CPU waiting for an 800 ms step: it spun"
+
+
+def wait_until(condition, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.002)
+    return condition()

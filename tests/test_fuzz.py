@@ -14,6 +14,7 @@ import threading
 
 import gymnasium as gym
 import msgpack
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -21,7 +22,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
 import openenv_gym
-from openenv_gym.wire import MSGPACK_SUBPROTOCOL, ErrorCode, Limits
+from openenv_gym.wire import MSGPACK_SUBPROTOCOL, ErrorCode, Limits, MsgpackCodec
 
 CODES = {code.value for code in ErrorCode}
 FRAME_LIMIT = 256 * 1024
@@ -62,7 +63,9 @@ class Fuzzer:
     def _encode(self, message):
         return msgpack.packb(message) if self.binary else json.dumps(message)
 
-    def send_frame(self, frame) -> None:
+    def send_frame(self, frame, message=None) -> None:
+        """Send ``frame`` (whose decoded content is ``message``, when known) and
+        check the outcome: a valid reply, a structured error, or a clean close."""
         sock = self._open()
         try:
             sock.send(frame)
@@ -74,9 +77,13 @@ class Fuzzer:
             self.sock = None
             self.closes += 1
             return
-        decoded = msgpack.unpackb(reply, raw=False) if isinstance(reply, bytes) else json.loads(reply)
+        decoded = READER.decode(reply) if isinstance(reply, bytes) else json.loads(reply)
         assert decoded["type"] in ("observation", "state", "error", "mcp", "render"), decoded
-        if decoded["type"] == "error":
+        if decoded["type"] == "observation":
+            check_observation(decoded["data"], message)
+        elif decoded["type"] == "state":
+            check_state(decoded["data"])
+        elif decoded["type"] == "error":
             assert decoded["data"]["code"] in CODES and decoded["data"]["message"]
             if decoded["data"]["code"] in ("SESSION_ERROR", "CAPACITY_REACHED", "FACTORY_ERROR"):
                 with pytest.raises(ConnectionClosed):
@@ -86,6 +93,39 @@ class Fuzzer:
     def close(self) -> None:
         if self.sock is not None:
             self.sock.close()
+
+
+CARTPOLE = gym.make("CartPole-v1")
+#: Reads the server's msgpack replies (ndarrays are an extension type).
+READER = MsgpackCodec()
+
+
+def decoded(frame):
+    """What a fuzz frame says, when it is JSON or msgpack at all."""
+    try:
+        return msgpack.unpackb(frame, raw=False) if isinstance(frame, bytes) else json.loads(frame)
+    except Exception:  # noqa: BLE001 - junk is expected here
+        return None
+
+
+def check_observation(data, message) -> None:
+    """An observation the server sent is CartPole's: in its space, with a float
+    reward and boolean flags; and a step it accepted carried a legal action."""
+    fields = data["observation"]
+    obs = np.asarray(fields["obs"])
+    assert obs.dtype.kind == "f" and CARTPOLE.observation_space.contains(obs.astype(np.float32)), fields
+    assert type(fields["terminated"]) is bool and type(fields["truncated"]) is bool
+    assert type(data["done"]) is bool and data["done"] == (fields["terminated"] or fields["truncated"])
+    assert data["reward"] is None or type(data["reward"]) is float
+    if isinstance(message, dict) and message.get("type") == "step":
+        # JSON has one number type: an integral float is the integer (as in OpenEnv's pydantic models).
+        action = message["data"]["action"]
+        assert type(action) in (int, float) and action in (0, 1), (message, data)
+
+
+def check_state(data) -> None:
+    assert type(data["step_count"]) is int and data["step_count"] >= 0, data
+    assert data["episode_id"] is None or isinstance(data["episode_id"], str), data
 
 
 @pytest.fixture(scope="module")
@@ -139,7 +179,8 @@ def test_random_bytes(fuzz_url, healthy_session, binary):
     @FUZZ
     @given(st.binary(max_size=300))
     def run(data):
-        fuzzer.send_frame(data if binary else data.decode("latin-1"))
+        frame = data if binary else data.decode("latin-1")
+        fuzzer.send_frame(frame, decoded(frame))
 
     run()
     fuzzer.close()
@@ -153,7 +194,8 @@ def test_random_messages(fuzz_url, healthy_session, binary):
     @FUZZ
     @given(messages)
     def run(message):
-        fuzzer.send_frame(msgpack.packb(message, unicode_errors="surrogatepass") if binary else json.dumps(message))
+        frame = msgpack.packb(message, unicode_errors="surrogatepass") if binary else json.dumps(message)
+        fuzzer.send_frame(frame, message)
 
     run()
     fuzzer.close()
@@ -171,6 +213,7 @@ def test_out_of_space_and_wrong_type_actions(fuzz_url, healthy_session):
         reply = json.loads(sock.recv(timeout=10))
         if action in (0, 1) and not isinstance(action, bool):
             assert reply["type"] == "observation"
+            check_observation(reply["data"], {"type": "step", "data": {"action": action}})
         else:
             assert reply["data"]["code"] == "VALIDATION_ERROR", (action, reply)
 

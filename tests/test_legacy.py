@@ -3,7 +3,6 @@ needed) here, and gym==0.26.2 from its own virtualenv (dependency isolation)."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap
@@ -18,9 +17,7 @@ pytest.importorskip("shimmy")
 
 import openenv_gym  # noqa: E402
 from openenv_gym.server import legacy  # noqa: E402
-from tests.conftest import free_port, server_process  # noqa: E402
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.conftest import free_port, package_source, server_process  # noqa: E402
 
 
 class OldWalker:
@@ -121,22 +118,22 @@ ISOLATION_TIMEOUT = 600
 
 @pytest.fixture(scope="module")
 def legacy_venv(tmp_path_factory) -> Path:
-    """A virtualenv with gym==0.26.2, numpy<2, shimmy and openenv-gym[server]."""
-    if os.environ.get("OPENENV_GYM_SKIP_ISOLATION"):
-        pytest.skip("OPENENV_GYM_SKIP_ISOLATION is set")
-    venv = tmp_path_factory.mktemp("legacy") / "venv"
+    """A virtualenv with gym==0.26.2, numpy<2, shimmy and openenv-gym[server].
+
+    A failed install fails the tests that need it: the isolation they show
+    must never go untested silently.
+    """
+    root = tmp_path_factory.mktemp("legacy")
+    source = package_source(root / "source")
+    venv = root / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     python = venv / "bin" / "python"
-    try:
-        install = subprocess.run(
-            [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-             "gym==0.26.2", "numpy<2", "shimmy>=2.0", "-e", f"{ROOT}[server]"],
-            capture_output=True, text=True, timeout=ISOLATION_TIMEOUT,
-        )
-    except subprocess.TimeoutExpired:
-        pytest.skip(f"installing gym==0.26.2 took more than {ISOLATION_TIMEOUT} s")
-    if install.returncode != 0:
-        pytest.skip(f"gym==0.26.2 could not be installed here:\n{install.stderr[-2000:]}")
+    install = subprocess.run(
+        [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+         "gym==0.26.2", "numpy<2", "shimmy>=2.0", f"{source}[server]"],
+        capture_output=True, text=True, timeout=ISOLATION_TIMEOUT,
+    )
+    assert install.returncode == 0, f"gym==0.26.2 could not be installed:\n{install.stderr[-2000:]}"
     return python
 
 

@@ -7,6 +7,9 @@ episodes with boundaries inside, in JSON and in msgpack.
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -14,6 +17,7 @@ from gymnasium.utils.env_checker import check_env
 from gymnasium.utils.env_match import check_environments_match
 
 import openenv_gym
+from tests.conftest import subprocess_env
 from tests.envs import CompositeEnv
 
 TAXI = "Taxi-v4" if "Taxi-v4" in gym.registry else "Taxi-v3"  # v4 from gymnasium 1.3
@@ -71,9 +75,27 @@ def test_registered_id_with_time_limit(cartpole_url):
         env.close()
 
 
+_PREFIXED_MAKE = """
+import sys
+import gymnasium as gym
+assert "openenv_gym" not in sys.modules
+env = gym.make("openenv_gym:openenv/Remote-v0", base_url=sys.argv[1])
+obs, info = env.reset(seed=0)
+assert env.observation_space.contains(obs)
+print(type(env.unwrapped).__name__, env.unwrapped.encoding)
+env.close()
+"""
+
+
 def test_module_prefixed_id_needs_no_import(cartpole_url):
-    env = gym.make("openenv_gym:openenv/Remote-v0", base_url=cartpole_url)
-    env.close()
+    """In a fresh interpreter that never imported openenv_gym, Gymnasium imports it
+    for the ``openenv_gym:`` prefix and makes a working RemoteEnv."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _PREFIXED_MAKE, cartpole_url],
+        capture_output=True, text=True, timeout=120, env=subprocess_env(),
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["RemoteEnv", "msgpack"]
 
 
 @pytest.mark.parametrize("encoding", ENCODINGS)

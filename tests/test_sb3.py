@@ -8,6 +8,7 @@ import pytest
 
 pytest.importorskip("stable_baselines3")
 
+import torch  # noqa: E402
 from stable_baselines3 import PPO  # noqa: E402
 from stable_baselines3.common.env_checker import check_env  # noqa: E402
 from stable_baselines3.common.logger import Logger  # noqa: E402
@@ -96,15 +97,28 @@ def test_vec_env_refuses_next_step_autoreset(cartpole_url):
         venv.close()
 
 
-def test_ppo_learns_through_the_adapter_for_a_few_steps(cartpole_url):
-    venv = RemoteVecEnv(cartpole_url, num_envs=2)
-    try:
-        model = PPO("MlpPolicy", venv, n_steps=64, batch_size=64, n_epochs=1, seed=0, device="cpu")
+def test_ppo_through_the_adapter_learns_exactly_what_it_learns_locally(cartpole_url):
+    """Same seed, same hyperparameters: PPO trained through RemoteVecEnv ends with
+    the same weights as PPO trained on a local DummyVecEnv, after weights moved."""
+
+    def train(venv) -> dict:
+        model = PPO("MlpPolicy", venv, n_steps=64, batch_size=64, n_epochs=2, seed=0, device="cpu")
         model.set_logger(QUIET)
+        before = {k: v.clone() for k, v in model.policy.state_dict().items()}
         model.learn(256)
-        assert model.num_timesteps >= 256
+        assert model.num_timesteps == 256
+        after = model.policy.state_dict()
+        assert any(not torch.equal(before[k], after[k]) for k in after), "no weight moved"
+        return after
+
+    remote = RemoteVecEnv(cartpole_url, num_envs=2)
+    try:
+        remote_weights = train(remote)
     finally:
-        venv.close()
+        remote.close()
+    local_weights = train(DummyVecEnv([lambda: gym.make("CartPole-v1")] * 2))
+    for name, weight in local_weights.items():
+        torch.testing.assert_close(remote_weights[name], weight, msg=name)
 
 
 def test_maskable_ppo_on_remote_chess():

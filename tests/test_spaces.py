@@ -23,7 +23,8 @@ from hypothesis import strategies as st
 from openenv_gym import spaces as og_spaces
 from openenv_gym.spaces import SpaceValueError
 
-CAPTURES = pathlib.Path("/work/shared/docs/openenv-captures")
+#: Schemas captured from real OpenEnv servers (openenv 0.10 and upstream envs).
+CAPTURES = pathlib.Path(__file__).parent / "data"
 
 SETTINGS = settings(
     max_examples=60,
