@@ -18,9 +18,14 @@ What it gives a benchmark script:
 * **schedule** -- :func:`interleaved`: the rep loop outside the config loop, so
   the configs of one table are measured side by side (each rep starts one config
   later, so no config always runs first).
-* **stats and output** -- median [min-max] summaries, number formatting like
-  docs/baselines.md, paired ratios, machine/versions info, a JSON writer and a
-  rewriter for one marked section of a Markdown file.
+* **stats and output** -- median [min-max] summaries, numbers to 3 significant
+  digits, paired ratios, machine/versions info, a JSON writer and a rewriter for
+  one marked section of a Markdown file.
+* **portable records** -- :func:`command_line`, :func:`portable_argv` and
+  :func:`portable_text`: commands and log excerpts as a user of a fresh clone
+  would write them (``python benchmarks/...``), without this machine's paths.
+* **commands** -- :func:`openenv_gym_argv` and :func:`uvicorn_argv` start the
+  servers under test with this interpreter.
 * **a global timeout** -- :class:`GlobalTimeout`: SIGALRM raises in the main
   thread (so ``finally`` blocks stop the processes); a watchdog thread
   SIGKILLs every registered PID and exits if that did not end the run.
@@ -41,11 +46,13 @@ import math
 import os
 import platform
 import select
+import shlex
 import signal
 import socket
 import statistics
 import subprocess
 import sys
+import sysconfig
 import threading
 import time
 import traceback
@@ -56,6 +63,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
 CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 _T0 = time.perf_counter()
 
@@ -68,7 +76,7 @@ def progress(message: str) -> None:
 
 
 def fmt(x: float | None, digits: int = 3) -> str:
-    """3 significant digits, thousands separators for big numbers (as baselines.md)."""
+    """3 significant digits, thousands separators for big numbers."""
     if x is None or (isinstance(x, float) and not math.isfinite(x)):
         return "-"
     ax = abs(x)
@@ -122,7 +130,7 @@ def _first_line_with(path: str, key: str) -> str | None:
 
 
 def machine_info(packages: Sequence[str]) -> dict[str, Any]:
-    """CPU, cores, RAM, OS, Python and the versions of ``packages``."""
+    """CPU, cores, RAM, OS, Python, the versions of ``packages`` and the load average now."""
     from importlib import metadata
 
     versions: dict[str, str | None] = {}
@@ -133,6 +141,9 @@ def machine_info(packages: Sequence[str]) -> dict[str, Any]:
             versions[name] = None
     mem = _first_line_with("/proc/meminfo", "MemTotal")
     mem_gib = round(int(mem.split()[0]) / 2 ** 20, 1) if mem else None
+    loadavg = None
+    with contextlib.suppress(OSError):
+        loadavg = Path("/proc/loadavg").read_text()
     return {
         "cpu": _first_line_with("/proc/cpuinfo", "model name") or platform.processor(),
         "cpus": os.cpu_count(),
@@ -140,8 +151,8 @@ def machine_info(packages: Sequence[str]) -> dict[str, Any]:
         "platform": platform.platform(),
         "python": platform.python_version(),
         "python_impl": platform.python_implementation(),
-        "executable": sys.executable,
         "versions": versions,
+        "loadavg_at_start": " ".join(loadavg.split()[:3]) if loadavg else None,
     }
 
 
@@ -153,6 +164,71 @@ def format_machine(info: dict[str, Any]) -> str:
     if missing:
         text += f"; not installed: {', '.join(missing)}"
     return text
+
+
+# ------------------------------------------------------- portable records ----
+
+def portable_argv(argv: Sequence[Any]) -> list[str]:
+    """``argv`` as a user of a fresh clone would type it: this interpreter as ``python``,
+    a script next to it (``openenv-gym``) and any path outside the repository by its
+    basename, a path inside the repository relative to its root."""
+    bin_dir = Path(sys.executable).parent
+    out = []
+    for arg in map(str, argv):
+        path = Path(arg)
+        if arg == sys.executable:
+            out.append("python")
+        elif not path.is_absolute():
+            out.append(arg)
+        elif path.parent != bin_dir and path.is_relative_to(ROOT):
+            out.append(path.relative_to(ROOT).as_posix())
+        else:
+            out.append(path.name)
+    return out
+
+
+def command_line(script: str | Path, argv: Sequence[str]) -> str:
+    """The command that ran ``script`` with ``argv``, portable: ``python benchmarks/x.py ...``."""
+    return shlex.join(["python", *portable_argv([Path(script).resolve(), *argv])])
+
+
+def portable_text(text: str) -> str:
+    """A log excerpt without this machine's install paths: library files as
+    ``site-packages/...`` or ``stdlib/...``, repository files relative to its root."""
+    paths = sysconfig.get_paths()
+    prefixes = {paths["purelib"]: "site-packages", paths["platlib"]: "site-packages",
+                paths["stdlib"]: "stdlib", str(ROOT): ""}
+    for prefix in sorted(prefixes, key=len, reverse=True):
+        text = text.replace(prefix + os.sep, prefixes[prefix] and prefixes[prefix] + "/")
+    return text
+
+
+# --------------------------------------------------------------- commands ----
+
+def python_env() -> dict[str, str]:
+    """This process's environment with ``benchmarks/`` first on ``PYTHONPATH``, so a child
+    process (server or client) can import the benchmark modules (``_envs``, ``_echo``...)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(HERE), *filter(None, [env.get("PYTHONPATH")])])
+    return env
+
+
+def openenv_gym_argv(*args: Any) -> list[str]:
+    """``openenv-gym *args`` with this interpreter's installation of openenv-gym."""
+    script = Path(sys.executable).with_name("openenv-gym")
+    head = [str(script)] if script.exists() else [sys.executable, "-m", "openenv_gym.cli"]
+    return head + [str(a) for a in args]
+
+
+def uvicorn_argv(app: str, port: int, *, ws: str | None = None, factory: bool = False) -> list[str]:
+    """uvicorn serving ``app`` (``module:attr`` in ``benchmarks/``) on 127.0.0.1:``port``."""
+    argv = [sys.executable, "-m", "uvicorn", "--app-dir", str(HERE), "--host", "127.0.0.1",
+            "--port", str(port), "--log-level", "warning", "--no-access-log"]
+    if ws:
+        argv += ["--ws", ws]
+    if factory:
+        argv.append("--factory")
+    return argv + [app]
 
 
 # ------------------------------------------------------------- processes ----
@@ -218,6 +294,13 @@ def wait_for_idle(max_wait_s: float, *, threshold_cores: float = 0.25, sample_s:
         quiet = quiet + 1 if busy < threshold_cores else 0
         if quiet >= consecutive or time.monotonic() >= deadline:
             return busy
+
+
+def wait_for_idle_start(max_wait_s: float) -> None:
+    """A benchmark's ``--wait-idle``: :func:`wait_for_idle`, with progress lines."""
+    progress(f"waiting up to {max_wait_s:.0f} s for an idle machine")
+    busy = wait_for_idle(max_wait_s)
+    progress(f"machine busy: {busy:.2f} cores" if busy is not None else "no /proc/stat")
 
 
 def free_port() -> int:
@@ -369,15 +452,10 @@ class WorkerError(RuntimeError):
 class ClientWorker(ManagedProcess):
     """A client subprocess (``_harness.py worker``) driven by JSON-lines requests."""
 
-    def __init__(self, name: str, *, python: str = sys.executable, extra_path: Sequence[str] = (),
-                 log_path: Path | None = None) -> None:
-        env = dict(os.environ)
-        paths = [str(HERE), *map(str, extra_path)]
-        if env.get("PYTHONPATH"):
-            paths.append(env["PYTHONPATH"])
-        env["PYTHONPATH"] = os.pathsep.join(paths)
+    def __init__(self, name: str, *, log_path: Path | None = None) -> None:
+        env = python_env()
         env["PYTHONUNBUFFERED"] = "1"
-        super().__init__(name, [python, str(HERE / "_harness.py"), "worker"], env=env,
+        super().__init__(name, [sys.executable, str(HERE / "_harness.py"), "worker"], env=env,
                          cwd=HERE, log_path=log_path, pipes=True)
         self._buf = b""
 

@@ -1,19 +1,22 @@
 #!/usr/bin/env python
 """Single-env throughput: openenv-gym vs the official OpenEnv stack vs raw WebSocket floors.
 
-    python benchmarks/bench_single.py            # 5 reps x 2.5 s windows, ~4-5 min
-    python benchmarks/bench_single.py --quick    # 2 reps x 0.5 s windows, ~1 min
+    python benchmarks/bench_single.py            # 5 reps x 2.5 s windows, ~5 min
+    python benchmarks/bench_single.py --quick    # 2 reps x 0.5 s windows, ~1.5 min
 
 Measured side by side in one run, reps interleaved (rep loop outside the config
 loop), every server and every client a separate process on 127.0.0.1 started
 here and stopped by PID:
 
-1. CartPole-v1: ``openenv-gym serve CartPole-v1`` + ``RemoteEnv`` (msgpack, json);
-   the official stack (``openenv.core.env_server.create_app`` under uvicorn +
+1. CartPole-v1: ``openenv-gym serve CartPole-v1`` + ``RemoteEnv`` (msgpack, json),
+   each with busy polling (the default on loopback) and without it (client
+   ``busy_poll=0`` against a server started with ``--busy-poll 0``); the official
+   stack (``openenv.core.env_server.create_app`` under uvicorn +
    ``GenericEnvClient(...).sync()``); a raw ``websockets`` echo with our step's
-   request/reply sizes (the floor).
-2. 84x84x4 uint8 random-pixel env: openenv-gym (msgpack) vs the official stack
-   (nested JSON lists), plus the echo floor for the same sizes.
+   request/reply sizes (the floor). Neither the official stack nor the echo polls,
+   so the rows without polling are the like-for-like comparison.
+2. 84x84x4 uint8 random-pixel env: openenv-gym (msgpack, with and without polling)
+   vs the official stack (nested JSON lists), plus the echo floor for the same sizes.
 3. Frameworks: bare ASGI / Starlette / FastAPI echo apps under uvicorn with each
    ``ws=`` implementation, CartPole-sized messages.
 
@@ -32,7 +35,6 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import importlib.util
-import os
 import shlex
 import sys
 import time
@@ -55,10 +57,14 @@ DOC_INTRO = """# Benchmarks
 Throughput of openenv-gym against the official OpenEnv stack and raw transport floors,
 measured on 127.0.0.1 with every server and client in its own process. The sections between
 `<!-- name:begin -->` / `<!-- name:end -->` markers are rewritten by the scripts in
-`benchmarks/`; edit the scripts, not the tables. Anchors and method: see the project's
-baselines (timed windows with deadline and iteration cap, interleaved reps, median [min–max]).
-On a small shared VM client and server compete for the same cores, and absolute numbers drift
-±10% between runs: compare ratios measured in the same run.
+`benchmarks/`; edit the scripts, not the tables. Method: timed windows with a deadline and an
+iteration cap, reps interleaved (the rep loop outside the config loop), median [min–max] over
+the reps, ratios paired per rep. On a small shared VM client and server compete for the same
+cores, and absolute numbers drift ±10% between runs: compare ratios measured in the same run.
+Our server and clients busy-poll on loopback by default, which the official stack, Gymnasium's
+vector envs and the echo floors do not: every comparison with them is reported with our
+defaults and with polling off on both our sides (`busy_poll=0`, `--busy-poll 0`), measured in
+the same run.
 """
 
 # Frame sizes of our msgpack CartPole step (request, reply) and image step reply, measured
@@ -74,11 +80,23 @@ PACKAGES = ["openenv-gym", "openenv", "gymnasium", "numpy", "websockets", "msgpa
 #: "loaded": re-measured (``--retries``), and counted in the output if it stays loaded.
 LOADED_CORES = 0.25
 
+#: Minimum ratios (medians of the per-rep paired ratios). Busy polling runs on our side only,
+#: so every target against the official stack or the echo floor is set twice: with our
+#: defaults (polling) and with polling off on both our client and our server.
 TARGETS = {
     "ours_vs_official_cartpole": 2.5,
+    "ours_nopoll_vs_official_cartpole": 2.0,
     "ours_vs_echo_cartpole": 0.7,
+    "ours_nopoll_vs_echo_cartpole": 0.5,
     "ours_vs_official_image": 100.0,
+    "ours_nopoll_vs_official_image": 100.0,
 }
+
+#: Server flags and client keyword that turn busy polling off on our side.
+NO_POLL_FLAGS = ("--busy-poll", "0")
+NO_POLL = {"busy_poll": 0.0}
+#: Name suffix of our configs (and their ratios) -> how they poll.
+POLLING = {"": "busy polling", "_nopoll": "no polling"}
 
 
 @dataclass
@@ -95,36 +113,14 @@ class Config:
     info: dict = field(default_factory=dict)
 
 
-def _openenv_gym_cmd() -> list[str]:
-    script = Path(sys.executable).with_name("openenv-gym")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "openenv_gym.cli"]
-
-
-def _uvicorn_cmd(app: str, port: int, *, ws: str | None = None, factory: bool = False) -> list[str]:
-    cmd = [sys.executable, "-m", "uvicorn", "--app-dir", str(HERE), "--host", "127.0.0.1",
-           "--port", str(port), "--log-level", "warning", "--no-access-log"]
-    if ws:
-        cmd += ["--ws", ws]
-    if factory:
-        cmd += ["--factory"]
-    return cmd + [app]
-
-
-def _loadavg() -> str | None:
-    try:
-        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
-    except OSError:
-        return None
-
-
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--quick", action="store_true", help="2 reps x 0.5 s windows (~1 min)")
+    p.add_argument("--quick", action="store_true", help="2 reps x 0.5 s windows (~1.5 min)")
     p.add_argument("--reps", type=int, default=None, help="reps per config (default 5, quick 2)")
     p.add_argument("--window", type=float, default=None,
                    help="seconds per timed window (default 2.5, quick 0.5)")
     p.add_argument("--timeout", type=float, default=None,
-                   help="global timeout in seconds (default 480, quick 150)")
+                   help="global timeout in seconds (default 600, quick 150)")
     p.add_argument("--groups", default="cartpole,image,framework",
                    help="comma-separated subset of cartpole,image,framework")
     p.add_argument("--no-doc", action="store_true", help="do not rewrite docs/benchmarks.md")
@@ -139,7 +135,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = p.parse_args(argv)
     args.reps = args.reps or (2 if args.quick else 5)
     args.window = args.window or (0.5 if args.quick else 2.5)
-    args.timeout = args.timeout or (150.0 if args.quick else 480.0)
+    args.timeout = args.timeout or (150.0 if args.quick else 600.0)
     if args.retry_budget is None:
         args.retry_budget = 20.0 if args.quick else 100.0
     args.groups = [g.strip() for g in args.groups.split(",") if g.strip()]
@@ -150,14 +146,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     started = _dt.datetime.now().astimezone()
     t_start = time.perf_counter()
-    command = " ".join([shlex.quote(Path(sys.executable).as_posix()), "benchmarks/bench_single.py",
-                        *map(shlex.quote, sys.argv[1:] if argv is None else argv)])
+    command = H.command_line(__file__, sys.argv[1:] if argv is None else argv)
     if args.wait_idle > 0:
-        H.progress(f"waiting up to {args.wait_idle:.0f} s for an idle machine")
-        busy = H.wait_for_idle(args.wait_idle)
-        H.progress(f"machine busy: {busy:.2f} cores" if busy is not None else "no /proc/stat")
+        H.wait_for_idle_start(args.wait_idle)
     machine = H.machine_info(PACKAGES)
-    machine["loadavg_at_start"] = _loadavg()
     H.progress(f"bench_single: {args.reps} reps x {args.window} s windows, groups {args.groups}, "
                f"global timeout {args.timeout:.0f} s")
     H.progress("machine: " + H.format_machine(machine))
@@ -175,23 +167,24 @@ def main(argv: list[str] | None = None) -> int:
         notes.append("uvloop is not installed: every server runs on the asyncio loop.")
 
     # ---------------------------------------------------------------- plan --
-    py_env = dict(os.environ)
-    py_env["PYTHONPATH"] = os.pathsep.join([str(HERE)] + ([py_env["PYTHONPATH"]]
-                                                          if py_env.get("PYTHONPATH") else []))
+    py_env = H.python_env()
     server_specs: dict[str, dict[str, Any]] = {}
 
     def server(key: str, argv_fn: Callable[[int], list[str]], ready: str) -> None:
         server_specs[key] = {"argv_fn": argv_fn, "ready": ready}
 
+    def ours(env: str, *flags: str) -> Callable[[int], list[str]]:
+        return lambda p: H.openenv_gym_argv("serve", env, "--port", p, *flags)
+
     if "cartpole" in args.groups:
-        server("ours_cartpole", lambda p: _openenv_gym_cmd() + ["serve", "CartPole-v1", "--port", str(p)],
-               "http:/health")
-        server("official_cartpole", lambda p: _uvicorn_cmd("_official_env:cartpole_app", p, factory=True),
+        server("ours_cartpole", ours("CartPole-v1"), "http:/health")
+        server("ours_cartpole_nopoll", ours("CartPole-v1", *NO_POLL_FLAGS), "http:/health")
+        server("official_cartpole", lambda p: H.uvicorn_argv("_official_env:cartpole_app", p, factory=True),
                "http:/health")
     if "image" in args.groups:
-        server("ours_image", lambda p: _openenv_gym_cmd() + ["serve", "_envs:make_image_env",
-                                                             "--port", str(p)], "http:/health")
-        server("official_image", lambda p: _uvicorn_cmd("_official_env:image_app", p, factory=True),
+        server("ours_image", ours("_envs:make_image_env"), "http:/health")
+        server("ours_image_nopoll", ours("_envs:make_image_env", *NO_POLL_FLAGS), "http:/health")
+        server("official_image", lambda p: H.uvicorn_argv("_official_env:image_app", p, factory=True),
                "http:/health")
     if args.groups:
         server("ws_echo", lambda p: [sys.executable, str(HERE / "_echo.py"), "websockets",
@@ -201,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     if "framework" in args.groups:
         for app_name, app in apps.items():
             for ws in ws_impls:
-                server(f"{app_name}_{ws}", (lambda a, w: lambda p: _uvicorn_cmd(a, p, ws=w))(app, ws),
+                server(f"{app_name}_{ws}", (lambda a, w: lambda p: H.uvicorn_argv(a, p, ws=w))(app, ws),
                        "tcp")
 
     sizes: dict[str, Any] = {}
@@ -215,28 +208,44 @@ def main(argv: list[str] | None = None) -> int:
     def url_params(key: str, **extra: Any) -> Callable[[], dict]:
         return lambda: {"base_url": servers[key].base_url, **extra}
 
+    def ours_configs(env: str, encodings: tuple[str, ...]) -> dict[str, Config]:
+        """Our client and server for ``env``, with busy polling (our defaults) and without."""
+        out = {}
+        for encoding in encodings:
+            out[f"ours_{encoding}/{env}"] = Config(
+                f"ours_{encoding}/{env}", env, f"openenv-gym, RemoteEnv {encoding}, busy polling (default)",
+                f"ours_{env}", "_clients:OursClient", url_params(f"ours_{env}", encoding=encoding))
+            out[f"ours_{encoding}_nopoll/{env}"] = Config(
+                f"ours_{encoding}_nopoll/{env}", env, f"openenv-gym, RemoteEnv {encoding}, no polling",
+                f"ours_{env}_nopoll", "_clients:OursClient",
+                url_params(f"ours_{env}_nopoll", encoding=encoding, **NO_POLL))
+        return out
+
     configs: list[Config] = []
     if "cartpole" in args.groups:
-        # Order: each anchor next to ours-msgpack, so paired per-rep ratios compare
+        # Order: the official stack between ours with and without polling, the echo next to
+        # ours without polling (the like-for-like pair), so paired per-rep ratios compare
         # windows measured seconds apart (the VM's latency mode drifts over time).
+        ours_cp = ours_configs("cartpole", ("msgpack", "json"))
         configs += [
-            Config("ws_echo/cartpole", "cartpole", "raw websockets echo, same sizes (floor)",
-                   "ws_echo", "_clients:WsEchoClient", echo_params("ws_echo", "cartpole")),
-            Config("ours_msgpack/cartpole", "cartpole", "openenv-gym, RemoteEnv msgpack",
-                   "ours_cartpole", "_clients:OursClient", url_params("ours_cartpole", encoding="msgpack")),
+            ours_cp["ours_json/cartpole"],
+            ours_cp["ours_msgpack/cartpole"],
             Config("official/cartpole", "cartpole", "official OpenEnv (create_app + GenericEnvClient.sync())",
                    "official_cartpole", "_clients:OfficialClient", url_params("official_cartpole", n_actions=2)),
-            Config("ours_json/cartpole", "cartpole", "openenv-gym, RemoteEnv json",
-                   "ours_cartpole", "_clients:OursClient", url_params("ours_cartpole", encoding="json")),
+            ours_cp["ours_msgpack_nopoll/cartpole"],
+            Config("ws_echo/cartpole", "cartpole", "raw websockets echo, same sizes (floor)",
+                   "ws_echo", "_clients:WsEchoClient", echo_params("ws_echo", "cartpole")),
+            ours_cp["ours_json_nopoll/cartpole"],
         ]
     if "image" in args.groups:
+        ours_im = ours_configs("image", ("msgpack",))
         configs += [
-            Config("ws_echo/image", "image", "raw websockets echo, same sizes (floor)",
-                   "ws_echo", "_clients:WsEchoClient", echo_params("ws_echo", "image")),
-            Config("ours_msgpack/image", "image", "openenv-gym, RemoteEnv msgpack",
-                   "ours_image", "_clients:OursClient", url_params("ours_image", encoding="msgpack")),
+            ours_im["ours_msgpack/image"],
             Config("official/image", "image", "official OpenEnv, nested JSON lists",
                    "official_image", "_clients:OfficialClient", url_params("official_image", n_actions=4)),
+            ours_im["ours_msgpack_nopoll/image"],
+            Config("ws_echo/image", "image", "raw websockets echo, same sizes (floor)",
+                   "ws_echo", "_clients:WsEchoClient", echo_params("ws_echo", "image")),
         ]
     if "framework" in args.groups:
         if "ws_echo/cartpole" not in [c.name for c in configs]:
@@ -269,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
             for cfg in configs:
                 srv = servers[cfg.server]
                 if srv.error:
-                    cfg.error = f"server {cfg.server} ({shlex.join(srv.argv)}) failed: {srv.error}"
+                    cfg.error = f"server {cfg.server} ({shlex.join(H.portable_argv(srv.argv))}) failed: {srv.error}"
             H.progress("servers ready: " + ", ".join(k for k, s in servers.items() if not s.error))
 
             # ----------------------------------------------------- workers --
@@ -424,7 +433,7 @@ def build_results(args, configs, servers, sizes, machine, notes, command, starte
                    for m in METRICS}
         cfg_out[cfg.name] = {
             "group": cfg.group, "label": cfg.label, "server": cfg.server,
-            "server_argv": servers[cfg.server].argv if cfg.server in servers else None,
+            "server_argv": H.portable_argv(servers[cfg.server].argv) if cfg.server in servers else None,
             "client": cfg.client, "info": cfg.info, "error": cfg.error,
             "summary": summary, "reps": cfg.reps,
         }
@@ -446,18 +455,22 @@ def build_results(args, configs, servers, sizes, machine, notes, command, starte
     def ratio(num: str, den: str, metric: str = "steps_per_s", den_metric: str | None = None) -> dict:
         return H.summarize(H.paired_ratios(per_rep(num, metric), per_rep(den, den_metric or metric)))
 
-    ratios = {
-        "ours_vs_official_cartpole": ratio("ours_msgpack/cartpole", "official/cartpole"),
-        "ours_json_vs_official_cartpole": ratio("ours_json/cartpole", "official/cartpole"),
-        "ours_vs_echo_cartpole": ratio("ours_msgpack/cartpole", "ws_echo/cartpole"),
-        "ours_vs_echo_cartpole_round_trips": ratio("ours_msgpack/cartpole", "ws_echo/cartpole",
-                                                   "round_trips_per_s"),
-        "official_vs_echo_cartpole": ratio("official/cartpole", "ws_echo/cartpole"),
-        "echo_cpu_vs_ours_cpu_cartpole": H.summarize(H.paired_ratios(
-            cpu_per_rt("ws_echo/cartpole"), cpu_per_rt("ours_msgpack/cartpole"))),
-        "ours_vs_official_image": ratio("ours_msgpack/image", "official/image"),
-        "ours_vs_echo_image": ratio("ours_msgpack/image", "ws_echo/image"),
-    }
+    ratios: dict[str, Any] = {}
+    for p in POLLING:  # "": our defaults (busy polling), "_nopoll": polling off
+        ratios.update({
+            f"ours{p}_vs_official_cartpole": ratio(f"ours_msgpack{p}/cartpole", "official/cartpole"),
+            f"ours_json{p}_vs_official_cartpole": ratio(f"ours_json{p}/cartpole", "official/cartpole"),
+            f"ours{p}_vs_echo_cartpole": ratio(f"ours_msgpack{p}/cartpole", "ws_echo/cartpole"),
+            f"ours{p}_vs_echo_cartpole_round_trips": ratio(
+                f"ours_msgpack{p}/cartpole", "ws_echo/cartpole", "round_trips_per_s"),
+            f"echo_cpu_vs_ours{p}_cpu_cartpole": H.summarize(H.paired_ratios(
+                cpu_per_rt("ws_echo/cartpole"), cpu_per_rt(f"ours_msgpack{p}/cartpole"))),
+            f"ours{p}_vs_official_image": ratio(f"ours_msgpack{p}/image", "official/image"),
+            f"ours{p}_vs_echo_image": ratio(f"ours_msgpack{p}/image", "ws_echo/image"),
+        })
+    ratios["official_vs_echo_cartpole"] = ratio("official/cartpole", "ws_echo/cartpole")
+    ratios["polling_gain_cartpole"] = ratio("ours_msgpack/cartpole", "ours_msgpack_nopoll/cartpole")
+    ratios["polling_gain_image"] = ratio("ours_msgpack/image", "ours_msgpack_nopoll/image")
     for name, c in cfg_out.items():
         if c["group"] == "framework" and name != "ws_echo/cartpole":
             ratios[f"{name}_vs_ws_echo"] = ratio(name, "ws_echo/cartpole")
@@ -477,6 +490,14 @@ def build_results(args, configs, servers, sizes, machine, notes, command, starte
         "ratios": ratios,
         "configs": cfg_out,
     }
+
+
+def _row_rank(name: str) -> int:
+    """Table order: echo floor, ours (msgpack, json; each with then without polling), official;
+    other rows (the framework echo apps) after, in run order."""
+    order = ["ws_echo", "ours_msgpack", "ours_msgpack_nopoll", "ours_json", "ours_json_nopoll", "official"]
+    stack = name.split("/", 1)[0]
+    return order.index(stack) if stack in order else len(order)
 
 
 def render_markdown(res: dict) -> str:
@@ -536,23 +557,30 @@ def render_markdown(res: dict) -> str:
                 "n/a" if not s or s.get("median") is None else ("yes" if s["median"] >= target else "**no**"))
             L.append(f"| {label} | {val} | {'≥ ' + H.fmt(target) + 'x' if target else '-'} | {met} |")
 
-        row("CartPole: ours (msgpack) / official", "ours_vs_official_cartpole",
-            TARGETS["ours_vs_official_cartpole"])
-        row("CartPole: ours (json) / official", "ours_json_vs_official_cartpole", None)
-        row("CartPole: ours (msgpack) / raw websockets echo (steps/s vs echoes/s)",
-            "ours_vs_echo_cartpole", TARGETS["ours_vs_echo_cartpole"])
-        row("CartPole: same, counting our reset round trips too", "ours_vs_echo_cartpole_round_trips", None)
-        row("CartPole: echo CPU / our CPU per round trip (server + client; less sensitive "
-            "to the VM's wake-up latency)", "echo_cpu_vs_ours_cpu_cartpole", None)
+        def rows(label: str, key: str) -> None:
+            """The row with our defaults (busy polling), then the one with polling off."""
+            for p, how in POLLING.items():
+                row(label.format(how=how), key.format(p=p), TARGETS.get(key.format(p=p)))
+
+        rows("CartPole: ours (msgpack, {how}) / official", "ours{p}_vs_official_cartpole")
+        rows("CartPole: ours (json, {how}) / official", "ours_json{p}_vs_official_cartpole")
+        rows("CartPole: ours (msgpack, {how}) / raw websockets echo (steps/s vs echoes/s)",
+             "ours{p}_vs_echo_cartpole")
+        rows("CartPole: same ({how}), counting our reset round trips too",
+             "ours{p}_vs_echo_cartpole_round_trips")
+        rows("CartPole: echo CPU / our CPU per round trip ({how}; server + client; less sensitive "
+             "to the VM's wake-up latency)", "echo_cpu_vs_ours{p}_cpu_cartpole")
         row("CartPole: official / raw websockets echo", "official_vs_echo_cartpole", None)
-        row("84x84x4 image: ours (msgpack) / official (nested JSON)", "ours_vs_official_image",
-            TARGETS["ours_vs_official_image"])
-        row("84x84x4 image: ours (msgpack) / raw websockets echo", "ours_vs_echo_image", None)
+        row("CartPole: ours (msgpack) with busy polling / without", "polling_gain_cartpole", None)
+        rows("84x84x4 image: ours (msgpack, {how}) / official (nested JSON)", "ours{p}_vs_official_image")
+        rows("84x84x4 image: ours (msgpack, {how}) / raw websockets echo", "ours{p}_vs_echo_image")
+        row("84x84x4 image: ours (msgpack) with busy polling / without", "polling_gain_image", None)
         L.append("")
 
     def table(group: str, title: str, intro: str, size_keys: dict[str, str]) -> None:
-        names = [n for n, c in cfgs.items() if c["group"] == group or
-                 (group == "framework" and n == "ws_echo/cartpole" and c["group"] in ("cartpole", "framework"))]
+        names = sorted((n for n, c in cfgs.items() if c["group"] == group or
+                        (group == "framework" and n == "ws_echo/cartpole"
+                         and c["group"] in ("cartpole", "framework"))), key=_row_rank)
         if not names:
             return
         L.append(f"### {title}")
@@ -585,16 +613,22 @@ def render_markdown(res: dict) -> str:
           "`/proc/<pid>/stat` (server, 10 ms ticks) and `time.process_time()` (client process, all "
           "threads) over the timed window. Official frame bytes are JSON text before "
           "permessage-deflate (the official client offers it and uvicorn accepts it; ours and the "
-          "echo run without compression). Our server and RemoteEnv run with their defaults, which "
-          "busy-poll on loopback for up to 1 ms instead of sleeping between messages "
-          "(docs/operations.md); their CPU columns include that polling. The official stack and "
-          "the echo floors do not poll, so ours can beat the echo 'floor'.",
-          {"ours_msgpack/cartpole": "cartpole", "ours_json/cartpole": "cartpole_json",
+          "echo run without compression). Rows marked \"busy polling\" run our server and RemoteEnv "
+          "with their defaults, which busy-poll on loopback for up to 1 ms instead of sleeping "
+          "between messages ([operations.md](operations.md#busy-polling-on-loopback)); their CPU "
+          "columns include that polling, and with it ours can beat the echo 'floor'. Rows marked "
+          "\"no polling\" turn it off on both sides (`RemoteEnv(busy_poll=0)` against "
+          "`openenv-gym serve --busy-poll 0`, a server of its own), as the official stack and the "
+          "echo always run: those rows compare like with like.",
+          {"ours_msgpack/cartpole": "cartpole", "ours_msgpack_nopoll/cartpole": "cartpole",
+           "ours_json/cartpole": "cartpole_json", "ours_json_nopoll/cartpole": "cartpole_json",
            "official/cartpole": "official_cartpole", "ws_echo/cartpole": "cartpole"})
     table("image", "84x84x4 uint8 random-pixel env (Discrete(4), 1000-step episodes)",
-          "Same columns. Ours ships the frame as a raw-bytes msgpack array; the official stack as a "
-          "nested JSON list (pydantic `List[List[List[int]]]`), OpenEnv's usual way.",
-          {"ours_msgpack/image": "image", "official/image": "official_image", "ws_echo/image": "image"})
+          "Same columns, same polling variants. Ours ships the frame as a raw-bytes msgpack array; "
+          "the official stack as a nested JSON list (pydantic `List[List[List[int]]]`), OpenEnv's "
+          "usual way.",
+          {"ours_msgpack/image": "image", "ours_msgpack_nopoll/image": "image",
+           "official/image": "official_image", "ws_echo/image": "image"})
     table("framework", "Framework and uvicorn WebSocket implementation (echo apps)",
           "Echo of CartPole-sized binary messages (same sizes as our msgpack step) by a bare ASGI "
           "app, a Starlette app and a FastAPI app under uvicorn with each `ws=` implementation "
@@ -621,25 +655,22 @@ def render_markdown(res: dict) -> str:
         L.append("")
 
     # where the time goes
-    ours, echo = cfgs.get("ours_msgpack/cartpole"), cfgs.get("ws_echo/cartpole")
-    if ours and echo and ours["summary"]["steps_per_s"]["n"] and echo["summary"]["steps_per_s"]["n"]:
-        so, se = ours["summary"], echo["summary"]
-        period_o = 1e6 / so["round_trips_per_s"]["median"]
-        period_e = 1e6 / se["round_trips_per_s"]["median"]
+    measured = {n: c for n, c in cfgs.items() if c["summary"]["round_trips_per_s"]["n"]}
+    ours = measured.get("ours_msgpack/cartpole") or measured.get("ours_msgpack_nopoll/cartpole")
+    if ours and "ws_echo/cartpole" in measured:
         L.append("### Where the time goes (CartPole, per round trip, medians)")
         L.append("")
         L.append("| | wall µs / round trip | server CPU µs / step | client CPU µs / step |")
         L.append("|---|---|---|---|")
-        L.append(f"| openenv-gym msgpack | {H.fmt(period_o)} | {H.fmt(so['server_cpu_us_per_step']['median'])} "
-                 f"| {H.fmt(so['client_cpu_us_per_step']['median'])} |")
-        L.append(f"| raw websockets echo | {H.fmt(period_e)} | {H.fmt(se['server_cpu_us_per_step']['median'])} "
-                 f"| {H.fmt(se['client_cpu_us_per_step']['median'])} |")
-        off = cfgs.get("official/cartpole")
-        if off and off["summary"]["steps_per_s"]["n"]:
-            sf = off["summary"]
-            L.append(f"| official OpenEnv | {H.fmt(1e6 / sf['round_trips_per_s']['median'])} | "
-                     f"{H.fmt(sf['server_cpu_us_per_step']['median'])} | "
-                     f"{H.fmt(sf['client_cpu_us_per_step']['median'])} |")
+        for name, label in (("ours_msgpack/cartpole", "openenv-gym msgpack, busy polling"),
+                            ("ours_msgpack_nopoll/cartpole", "openenv-gym msgpack, no polling"),
+                            ("ws_echo/cartpole", "raw websockets echo"),
+                            ("official/cartpole", "official OpenEnv")):
+            if name in measured:
+                sm = measured[name]["summary"]
+                L.append(f"| {label} | {H.fmt(1e6 / sm['round_trips_per_s']['median'])} | "
+                         f"{H.fmt(sm['server_cpu_us_per_step']['median'])} | "
+                         f"{H.fmt(sm['client_cpu_us_per_step']['median'])} |")
         L.append("")
         reps_o = [x for x in ours["reps"] if x]
         calls = sum(x["calls"] for x in reps_o)
@@ -647,8 +678,10 @@ def render_markdown(res: dict) -> str:
         ep = f"~{calls / resets:.0f}" if resets else "no"
         L.append(f"Our CPU per step includes a reset round trip every {ep} steps (random CartPole "
                  "episodes). Client and server alternate on the machine's cores (strict "
-                 "request → reply), so the wall time of a round trip ≈ server CPU + client CPU + "
-                 "wake-up latency; the echo row is the same transport with no work at all.")
+                 "request → reply), so without polling the wall time of a round trip ≈ server CPU "
+                 "+ client CPU + wake-up latency; the echo row is the same transport with no work "
+                 "at all. Busy polling trades CPU (its columns include the polling) for most of the "
+                 "wake-up latency.")
         L.append("")
 
     failed = [(n, c) for n, c in cfgs.items() if c["error"]]

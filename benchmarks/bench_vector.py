@@ -1,22 +1,29 @@
 #!/usr/bin/env python
 """Vector throughput: RemoteVectorEnv vs Gymnasium's vector envs vs the official client.
 
-    python benchmarks/bench_vector.py            # 3 reps x 1.5 s windows, ~8 min
-    python benchmarks/bench_vector.py --quick    # 1 rep x 0.6 s windows, ~3 min
+    python benchmarks/bench_vector.py            # 3 reps x 1.5 s windows, ~6 min
+    python benchmarks/bench_vector.py --reps 5   # ~10 min
+    python benchmarks/bench_vector.py --quick    # 1 rep x 0.6 s windows, ~2-3 min
 
 Env-steps/s for N = 1, 8, 32, 64, side by side in one run (reps interleaved),
 every server and every client in its own process on 127.0.0.1, stopped by PID:
 
-- ``RemoteVectorEnv`` batched (msgpack) and sessions (msgpack, JSON) against
-  ``openenv-gym serve``;
-- Gymnasium ``SyncVectorEnv`` and ``AsyncVectorEnv`` (shared memory) in the
-  client process;
+- Gymnasium ``SyncVectorEnv`` in the client process: the anchor (no network, no
+  process hop: what a remote env's steps cost is on top of that);
+- ``RemoteVectorEnv`` batched (msgpack) with busy polling (our default on
+  loopback) and without it (client ``busy_poll=0`` against a server started with
+  ``--busy-poll 0``), and sessions (msgpack, JSON), against ``openenv-gym serve``;
+- Gymnasium ``AsyncVectorEnv`` (shared memory, one worker process per env);
 - the official ``openenv`` client: N ``GenericEnvClient`` sessions stepped
   concurrently (one asyncio loop) against ``openenv``'s own ``create_app``.
 
+Neither Gymnasium's vector envs nor the official stack poll: the batched rows
+without polling are the like-for-like comparison.
+
 For CartPole-v1 and an 84x84x4 uint8 random-pixel env (``_envs.RandomImageEnv``).
 Writes ``benchmarks/results/vector.json``, ``docs/benchmarks_vector.png`` and the
-``vector`` section of ``docs/benchmarks.md``.
+``vector`` section of ``docs/benchmarks.md`` (not with ``--no-doc``, nor after a
+global timeout).
 """
 
 from __future__ import annotations
@@ -24,8 +31,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime as _dt
-import os
-import shlex
 import sys
 import time
 from pathlib import Path
@@ -44,14 +49,41 @@ PLOT_PATH = ROOT / "docs" / "benchmarks_vector.png"
 DOC_TAG = "vector"
 DOC_INTRO = "# Benchmarks\n"
 NS = (1, 8, 32, 64)
+#: Rows of the tables, in order; the first is the anchor.
 KINDS = {
-    "batched": "RemoteVectorEnv batched (msgpack)",
+    "sync": "gymnasium SyncVectorEnv (in-process, the anchor)",
+    "batched": "RemoteVectorEnv batched (msgpack), busy polling (default)",
+    "batched_nopoll": "RemoteVectorEnv batched (msgpack), no polling",
     "sessions_msgpack": "RemoteVectorEnv sessions (msgpack)",
     "sessions_json": "RemoteVectorEnv sessions (JSON)",
-    "sync": "gymnasium SyncVectorEnv (in-process)",
-    "async": "gymnasium AsyncVectorEnv (shared memory)",
+    "async": "gymnasium AsyncVectorEnv (shared memory, N worker processes)",
     "official": "official openenv client, N sessions",
 }
+#: ``RemoteVectorEnv`` keyword arguments of our kinds; ``busy_poll=0`` also picks the
+#: server started with ``--busy-poll 0``.
+REMOTE = {
+    "batched": {"mode": "batched", "encoding": "msgpack"},
+    "batched_nopoll": {"mode": "batched", "encoding": "msgpack", "busy_poll": 0.0},
+    "sessions_msgpack": {"mode": "sessions", "encoding": "msgpack"},
+    "sessions_json": {"mode": "sessions", "encoding": "json"},
+}
+#: (label, numerator, denominator, minimum) of the per-rep paired ratios; SyncVectorEnv
+#: first. Busy polling runs on our side only, so each target is set with polling and without.
+TARGETS = [
+    ("CartPole batched N=64 / SyncVectorEnv N=64", "cartpole/batched/64", "cartpole/sync/64", 0.5),
+    ("CartPole batched, no polling, N=64 / SyncVectorEnv N=64",
+     "cartpole/batched_nopoll/64", "cartpole/sync/64", 0.4),
+    ("CartPole batched N=64 / AsyncVectorEnv N=64", "cartpole/batched/64", "cartpole/async/64", 5.0),
+    ("CartPole batched, no polling, N=64 / AsyncVectorEnv N=64",
+     "cartpole/batched_nopoll/64", "cartpole/async/64", 4.0),
+    ("CartPole batched N=64 / official client, 64 sessions",
+     "cartpole/batched/64", "cartpole/official/64", 20.0),
+    ("CartPole batched, no polling, N=64 / official client, 64 sessions",
+     "cartpole/batched_nopoll/64", "cartpole/official/64", 15.0),
+    ("image batched N=8 / AsyncVectorEnv N=8", "image/batched/8", "image/async/8", 1.0),
+    ("image batched, no polling, N=8 / AsyncVectorEnv N=8",
+     "image/batched_nopoll/8", "image/async/8", 0.7),
+]
 ENVS = {"cartpole": "CartPole-v1", "image": "84x84x4 uint8 random pixels"}
 PACKAGES = ["gymnasium", "numpy", "websockets", "msgpack", "uvicorn", "starlette", "openenv", "openenv-gym"]
 N_ACTIONS = 1024
@@ -68,10 +100,16 @@ def _make_env(env: str) -> Any:
 
 
 class VecClient:
-    """A vector env in the worker process; one ``step(i)`` is one vector step."""
+    """A vector env in the worker process; one ``step(i)`` is one vector step.
 
-    def __init__(self, kind: str, env: str, num_envs: int, base_url: str | None = None) -> None:
+    ``kind`` ``"sync"`` / ``"async"``: Gymnasium's vector env; any other kind: a
+    ``RemoteVectorEnv`` on ``base_url`` with the keyword arguments ``remote``.
+    """
+
+    def __init__(self, kind: str, env: str, num_envs: int, base_url: str | None = None,
+                 remote: dict | None = None) -> None:
         self.kind, self.env, self.num_envs, self.base_url = kind, env, num_envs, base_url
+        self.remote = remote or {}
         self.envs: Any = None
 
     def open(self) -> dict:
@@ -83,9 +121,8 @@ class VecClient:
         else:
             import openenv_gym
 
-            mode, _, encoding = self.kind.partition("_")
-            self.envs = openenv_gym.RemoteVectorEnv(self.base_url, self.num_envs, mode=mode,
-                                                    encoding=encoding or "msgpack", message_timeout=30)
+            self.envs = openenv_gym.RemoteVectorEnv(self.base_url, self.num_envs, message_timeout=30,
+                                                    **self.remote)
         self.envs.reset(seed=0)
         self.envs.action_space.seed(0)
         self.actions = [self.envs.action_space.sample() for _ in range(N_ACTIONS)]
@@ -170,11 +207,15 @@ def official_image_app():
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="1 rep x 0.6 s windows")
-    p.add_argument("--reps", type=int, default=None)
-    p.add_argument("--window", type=float, default=None, help="seconds per timed window")
-    p.add_argument("--envs", default="cartpole,image")
+    p.add_argument("--reps", type=int, default=None, help="reps per config (default 3, quick 1)")
+    p.add_argument("--window", type=float, default=None,
+                   help="seconds per timed window (default 1.5, quick 0.6)")
+    p.add_argument("--envs", default="cartpole,image", help="comma-separated subset of cartpole,image")
     p.add_argument("--timeout", type=float, default=1800.0, help="global timeout, seconds")
     p.add_argument("--no-doc", action="store_true", help="do not rewrite docs/benchmarks.md and its plot")
+    p.add_argument("--wait-idle", type=float, default=0.0, metavar="SECONDS",
+                   help="first wait up to SECONDS for other processes to leave the CPUs idle "
+                        "(< 0.25 cores busy); default 0: start at once")
     args = p.parse_args(argv)
     args.reps = args.reps or (1 if args.quick else 3)
     args.window = args.window or (0.6 if args.quick else 1.5)
@@ -185,25 +226,32 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     started = _dt.datetime.now().astimezone()
     t0 = time.perf_counter()
-    command = " ".join(["python", "benchmarks/bench_vector.py",
-                        *map(shlex.quote, sys.argv[1:] if argv is None else argv)])
+    command = H.command_line(__file__, sys.argv[1:] if argv is None else argv)
+    if args.wait_idle > 0:
+        H.wait_for_idle_start(args.wait_idle)
     machine = H.machine_info(PACKAGES)
     H.progress(f"bench_vector: {args.reps} reps x {args.window} s; machine: {H.format_machine(machine)}")
     envs = [e for e in args.envs.split(",") if e in ENVS]
-    py_env = dict(os.environ)
-    py_env["PYTHONPATH"] = os.pathsep.join([str(HERE)] + ([py_env["PYTHONPATH"]] if py_env.get("PYTHONPATH") else []))
-    serve = [str(Path(sys.executable).with_name("openenv-gym")), "serve"]
-    uvicorn = [sys.executable, "-m", "uvicorn", "--app-dir", str(HERE), "--host", "127.0.0.1",
-               "--log-level", "warning", "--no-access-log", "--factory"]
+    py_env = H.python_env()
+
+    def ours(env: str, *flags: str) -> Any:
+        return lambda p: H.openenv_gym_argv("serve", env, "--port", p, "--max-sessions", 256, *flags)
+
+    def official(app: str) -> Any:
+        return lambda p: H.uvicorn_argv(app, p, factory=True)
+
     server_argv = {
-        "ours/cartpole": lambda p: serve + ["CartPole-v1", "--port", str(p), "--max-sessions", "256"],
-        "ours/image": lambda p: serve + ["_envs:make_image_env", "--port", str(p), "--max-sessions", "256"],
-        "official/cartpole": lambda p: uvicorn + ["--port", str(p), "bench_vector:official_cartpole_app"],
-        "official/image": lambda p: uvicorn + ["--port", str(p), "bench_vector:official_image_app"],
+        "ours/cartpole": ours("CartPole-v1"),
+        "ours_nopoll/cartpole": ours("CartPole-v1", "--busy-poll", "0"),
+        "official/cartpole": official("bench_vector:official_cartpole_app"),
+        "ours/image": ours("_envs:make_image_env"),
+        "ours_nopoll/image": ours("_envs:make_image_env", "--busy-poll", "0"),
+        "official/image": official("bench_vector:official_image_app"),
     }
     configs = [(env, kind, n) for env in envs for n in NS for kind in KINDS]
     processes = H.ProcessSet()
     servers: dict[str, H.Server] = {}
+    # One value per rep (None: failed or skipped), so ratios pair the reps.
     results: dict[str, list] = {f"{e}/{k}/{n}": [] for e, k, n in configs}
     errors: dict[str, str] = {}
     incomplete = None
@@ -222,40 +270,52 @@ def main(argv: list[str] | None = None) -> int:
             for k, (rep, (env, kind, n)) in enumerate(H.interleaved(configs, args.reps)):
                 name = f"{env}/{kind}/{n}"
                 if name in errors:
+                    results[name].append(None)
                     continue
-                srv_key = f"{'official' if kind == 'official' else 'ours'}/{env}"
-                srv = servers[srv_key]
+                remote = REMOTE.get(kind)
+                srv: H.Server | None = None
                 if kind == "official":
+                    srv = servers[f"official/{env}"]
                     client, params = "bench_vector:OfficialClient", {
                         "base_url": srv.base_url, "num_envs": n, "n_actions": 2 if env == "cartpole" else 4}
-                else:
+                elif remote is not None:
+                    srv = servers[f"ours{'_nopoll' if remote.get('busy_poll') == 0 else ''}/{env}"]
                     client, params = "bench_vector:VecClient", {"kind": kind, "env": env, "num_envs": n,
-                                                                "base_url": srv.base_url}
+                                                                "base_url": srv.base_url, "remote": remote}
+                else:  # Gymnasium's vector envs, in the worker process
+                    client, params = "bench_vector:VecClient", {"kind": kind, "env": env, "num_envs": n}
                 try:
                     worker.request({"op": "open", "client": client, "params": params,
-                                    "server_pid": None if kind in ("sync", "async") else srv.pid}, timeout=120)
+                                    "server_pid": srv.pid if srv else None}, timeout=120)
                     reply = worker.request({"op": "window", "window_s": args.window, "max_iters": 10 ** 6,
                                             "warmup_s": 0.2, "warmup_iters": 50}, timeout=args.window + 120)
                     worker.request({"op": "close"}, timeout=60)
                 except H.WorkerError as exc:
                     errors[name] = str(exc).strip().splitlines()[-1]
+                    results[name].append(None)
                     H.progress(f"[{k + 1}/{total}] {name}: FAILED {errors[name]}")
                     if not worker.alive():
                         worker = processes.add(H.ClientWorker("vector", log_path=LOG_DIR / "vector-client.log")).start()
                     continue
                 rate = reply["result"]["steps_per_s"] * n
                 results[name].append(rate)
-                H.progress(f"[{k + 1}/{total}] rep {rep + 1} {name:28s} {H.fmt(rate):>9s} env-steps/s")
+                H.progress(f"[{k + 1}/{total}] rep {rep + 1} {name:30s} {H.fmt(rate):>9s} env-steps/s")
     except H.GlobalTimeoutError as exc:
         incomplete = str(exc)
     finally:
         processes.stop_all()
 
     summary = {name: H.summarize(v) for name, v in results.items()}
+    ratios = {label: {"numerator": a, "denominator": b, "target": target,
+                      **H.summarize(H.paired_ratios(results.get(a, []), results.get(b, [])))}
+              for label, a, b, target in TARGETS}
     data = {"command": command, "started": started.isoformat(), "duration_s": time.perf_counter() - t0,
-            "machine": machine, "reps": args.reps, "window_s": args.window, "env_steps_per_s": results,
-            "summary": summary, "errors": errors, "incomplete": incomplete}
+            "machine": machine, "reps": args.reps, "window_s": args.window,
+            "servers": {key: H.portable_argv(srv.argv) for key, srv in servers.items()},
+            "env_steps_per_s": results, "summary": summary, "ratios": ratios, "errors": errors,
+            "incomplete": incomplete}
     H.write_json(RESULTS_PATH, data)
+    H.progress(f"wrote {RESULTS_PATH.relative_to(ROOT)}")
     text = render(data, envs)
     print("\n" + text)
     if not args.no_doc:
@@ -270,25 +330,25 @@ def _median(data: dict, name: str) -> float | None:
     return (data["summary"].get(name) or {}).get("median")
 
 
-def _ratio(data: dict, a: str, b: str) -> str:
-    x, y = _median(data, a), _median(data, b)
-    return f"{x / y:.2f}x" if x and y else "-"
-
-
 def render(data: dict, envs: list[str]) -> str:
     lines = [
         "## Vector envs: env-steps/s against N",
         "",
         f"Command: `{data['command']}` ({data['reps']} reps x {data['window_s']} s windows, reps interleaved; "
-        f"median [min–max]). Machine: {H.format_machine(data['machine'])}. Started {data['started'][:19]}.",
+        f"median [min–max]). Machine: {H.format_machine(data['machine'])}. Started {data['started'][:19]}, "
+        f"load average {data['machine'].get('loadavg_at_start')}.",
         "",
         "Every client in its own process, every server another process on 127.0.0.1: client and server share "
-        "the machine's cores. Sync/AsyncVectorEnv run in the client process (no network). Our servers and "
-        "RemoteVectorEnv run with their defaults, which busy-poll on loopback for up to 1 ms instead of "
-        "sleeping between messages ([operations.md](operations.md#busy-polling-on-loopback)); the official "
-        "server and client do not. At N=64 the anchors run 64 processes (AsyncVectorEnv) or 64 sessions "
-        "(official client) on the machine's cores; their numbers swing widely between runs and within one "
-        "(see min–max), ours much less.",
+        "the machine's cores. SyncVectorEnv, the anchor, steps the envs in the client process: no network, "
+        "no process hop; AsyncVectorEnv runs one worker process per env. Rows marked \"busy polling\" run our "
+        "server and RemoteVectorEnv with their defaults, which busy-poll on loopback for up to 1 ms instead "
+        "of sleeping between messages ([operations.md](operations.md#busy-polling-on-loopback)); rows marked "
+        "\"no polling\" turn it off on both sides (`RemoteVectorEnv(busy_poll=0)` against "
+        "`openenv-gym serve --busy-poll 0`, a server of its own), as Gymnasium's vector envs and the official "
+        "server and client always run: those rows compare like with like. The sessions rows run against the "
+        "polling server; their client drives its connections from an event loop thread, which never polls. "
+        "At N=64 AsyncVectorEnv runs 64 processes and the official client 64 sessions on the machine's "
+        "cores: weak anchors whose numbers swing widely between runs and within one (see min–max).",
         "",
         f"![env-steps/s against N]({PLOT_PATH.name})",
         "",
@@ -301,17 +361,14 @@ def render(data: dict, envs: list[str]) -> str:
                      for n in NS]
             lines.append(f"| {label} | " + " | ".join(cells) + " |")
         lines.append("")
-    targets = [
-        ("CartPole batched N=64 / AsyncVectorEnv N=64", "cartpole/batched/64", "cartpole/async/64", 5.0),
-        ("CartPole batched N=64 / official client, 64 sessions", "cartpole/batched/64", "cartpole/official/64", 20.0),
-        ("CartPole batched N=64 / SyncVectorEnv N=64", "cartpole/batched/64", "cartpole/sync/64", 0.5),
-        ("image batched N=8 / AsyncVectorEnv N=8", "image/batched/8", "image/async/8", 1.0),
-    ]
-    lines += ["### Targets (ratios of medians, this run)", "", "| ratio | target | measured | met |", "|---|---|---|---|"]
-    for label, a, b, target in targets:
-        x, y = _median(data, a), _median(data, b)
-        met = "-" if not (x and y) else ("yes" if x / y >= target else "**no**")
-        lines.append(f"| {label} | >= {target}x | {_ratio(data, a, b)} | {met} |")
+    lines += ["### Targets (per-rep paired ratios of env-steps/s, median [min–max])", "",
+              "| ratio | target | measured | met |", "|---|---|---|---|"]
+    for label, r in data["ratios"].items():
+        if r["numerator"].split("/")[0] not in envs:
+            continue
+        measured = H.fmt_mmm(r) + "x" if r["median"] is not None else "-"
+        met = "-" if r["median"] is None else ("yes" if r["median"] >= r["target"] else "**no**")
+        lines.append(f"| {label} | ≥ {H.fmt(r['target'])}x | {measured} | {met} |")
     if data["errors"]:
         lines += ["", "Failed configs: " + "; ".join(f"`{k}`: {v}" for k, v in data["errors"].items())]
     return "\n".join(lines) + "\n"
@@ -332,7 +389,8 @@ def plot(data: dict, envs: list[str]) -> None:
             ys = [_median(data, f"{env}/{kind}/{n}") for n in NS]
             pts = [(n, y) for n, y in zip(NS, ys) if y]
             if pts:
-                ax.plot(*zip(*pts), marker="o", label=label)
+                ax.plot(*zip(*pts), marker="o", label=label,
+                        linestyle="--" if kind.endswith("_nopoll") else "-")
         ax.set(xscale="log", yscale="log", xlabel="N (sub-envs)", ylabel="env-steps/s", title=ENVS[env])
         ax.set_xticks(NS, [str(n) for n in NS])
         ax.grid(True, which="both", alpha=0.3)

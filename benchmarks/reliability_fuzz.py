@@ -1,8 +1,8 @@
 #!/usr/bin/env python
 """Reliability: fuzz a live ``openenv-gym serve CartPole-v1`` with hostile frames.
 
-    /work/venv/bin/python benchmarks/reliability_fuzz.py                 # >= 100k frames, <= 6 min
-    /work/venv/bin/python benchmarks/reliability_fuzz.py --frames 20000 --seconds 60
+    python benchmarks/reliability_fuzz.py    # >= 100k frames, <= 6 min
+    python benchmarks/reliability_fuzz.py --frames 20000 --seconds 60
 
 What it does (issue 6, "Reliability and security under load, faults and hostile input"):
 
@@ -928,7 +928,7 @@ def main() -> int:
     log_path = LOGS / f"{LOG_PREFIX}-server.log"
     tally = Tally()
     rss: dict[str, Any] = {}
-    result: dict[str, Any] = {"command": " ".join(["python", "benchmarks/reliability_fuzz.py", *sys.argv[1:]]),
+    result: dict[str, Any] = {"command": h.command_line(__file__, sys.argv[1:]),
                               "started": time.strftime("%Y-%m-%d %H:%M:%S")}
     scratch = Path(tempfile.mkdtemp(prefix="openenv-gym-fuzz-"))  # healthy-session results, stop flag
     stop_file = scratch / "stop"
@@ -1077,7 +1077,7 @@ def scan_logs() -> dict:
                     if first is None:
                         first = "\n".join(lines[max(0, i - 1): j + 1])
     out["exception_types"] = dict(types.most_common(20))
-    out["first_traceback"] = first
+    out["first_traceback"] = first and h.portable_text(first)
     return out
 
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env python
 """Reliability under load: 256 concurrent sessions on one ``openenv-gym serve CartPole-v1``.
 
-    /work/venv/bin/python benchmarks/reliability_load.py            # 60 s window
-    /work/venv/bin/python benchmarks/reliability_load.py --quick    # 10 s window
+    python benchmarks/reliability_load.py            # 60 s window
+    python benchmarks/reliability_load.py --quick    # 10 s window
 
 * starts ``openenv-gym serve CartPole-v1 --max-sessions 300`` as a subprocess on 127.0.0.1
   (stopped by its PID in a ``finally``);
@@ -303,7 +303,7 @@ def main() -> int:
     seconds = args.seconds or (10.0 if args.quick else 60.0)
     python = sys.executable
     procs = h.ProcessSet()
-    result: dict[str, Any] = {"command": " ".join(["python", "benchmarks/reliability_load.py", *sys.argv[1:]]),
+    result: dict[str, Any] = {"command": h.command_line(__file__, sys.argv[1:]),
                               "started": time.strftime("%Y-%m-%d %H:%M:%S")}
     ok = False
     half = args.sessions // 2
