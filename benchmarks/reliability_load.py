@@ -77,7 +77,7 @@ async def run_session(sid: int, args, go: asyncio.Event, ready: list, lat: array
     import numpy as np
     from websockets.asyncio.client import connect
 
-    from openenv_gym.wire import codec_for
+    from openenv_gym.protocol import codec_for
 
     binary = args.encoding == "msgpack"
     codec = codec_for(MSGPACK if binary else None)

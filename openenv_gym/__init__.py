@@ -19,24 +19,31 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-from . import errors, spaces, wire  # noqa: E402
-from .client import RemoteEnv  # noqa: E402
-from .client.vector import RemoteVectorEnv  # noqa: E402
+from . import errors, protocol, spaces  # noqa: E402
 from .catalog import list_envs  # noqa: E402
+from .client import ConnectOptions, Reconnect, RemoteEnv  # noqa: E402
+from .client.vector import RemoteVectorEnv  # noqa: E402
+from .fields import FieldsEnv, FieldsObservation  # noqa: E402
+from .protocol import Limits  # noqa: E402
 from .registration import register_envs  # noqa: E402
 
 __all__ = [
     "RemoteEnv",
     "RemoteVectorEnv",
-    "list_envs",
     "RemoteAECEnv",
     "RemoteParallelEnv",
+    "ConnectOptions",
+    "Reconnect",
     "create_app",
     "serve",
     "local_server",
+    "Limits",
+    "FieldsEnv",
+    "FieldsObservation",
+    "list_envs",
     "errors",
+    "protocol",
     "spaces",
-    "wire",
     "__version__",
 ]
 

@@ -25,7 +25,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from .wire import Limits
+from .protocol import Limits
 
 __all__ = ["main"]
 

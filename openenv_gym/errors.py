@@ -1,7 +1,31 @@
-"""Exceptions raised by openenv-gym clients.
+"""Every exception openenv-gym raises on purpose, in one tree.
 
-An error frame from a server becomes a :class:`RemoteError` subclass chosen by
-its OpenEnv error code, so callers can catch exactly what they care about::
+::
+
+    OpenEnvGymError
+    ├── ProtocolError            a frame or message breaks the protocol; detected here,
+    │                            carrying the OpenEnv error code it answers to
+    ├── RemoteError              the peer answered with an OpenEnv error frame
+    │   ├── InvalidJsonError         INVALID_JSON
+    │   ├── UnknownTypeError         UNKNOWN_TYPE
+    │   ├── ValidationError          VALIDATION_ERROR    (the session goes on)
+    │   ├── ExecutionError           EXECUTION_ERROR     (the session goes on)
+    │   ├── CapacityReachedError     CAPACITY_REACHED    (the server closed the connection)
+    │   ├── FactoryError             FACTORY_ERROR       (the server closed the connection)
+    │   └── SessionError             SESSION_ERROR       (the server closed the connection)
+    ├── ConnectionClosedError    (also ConnectionError) the connection is gone
+    ├── MessageTimeoutError      (also TimeoutError) no answer in time
+    ├── ProtocolMismatchError    the peer does not offer what was asked for
+    ├── SpaceValueError          (also ValueError) a value does not fit its space
+    ├── EnvCallTimeout           (also TimeoutError) a server's env call hung
+    ├── ListenError              (also OSError) a server could not bind its address
+    └── EmbeddedServerError      (also RuntimeError) a built-in server did not start
+
+Local and remote protocol errors are told apart, as h11 does: a
+:class:`ProtocolError` is raised by this process on data that breaks the
+protocol (a server answers it with an error frame; a client raises it for a
+reply it cannot read), while a :class:`RemoteError` is what the peer itself
+reported. A client catches exactly what it cares about::
 
     try:
         env.step(action)
@@ -11,12 +35,14 @@ its OpenEnv error code, so callers can catch exactly what they care about::
 
 from __future__ import annotations
 
+import enum
 from typing import Any
 
-from .wire import ErrorCode
-
 __all__ = [
+    "ErrorCode",
+    "CLOSING_ERRORS",
     "OpenEnvGymError",
+    "ProtocolError",
     "RemoteError",
     "InvalidJsonError",
     "UnknownTypeError",
@@ -28,12 +54,54 @@ __all__ = [
     "ConnectionClosedError",
     "MessageTimeoutError",
     "ProtocolMismatchError",
+    "EnvCallTimeout",
+    "ListenError",
+    "EmbeddedServerError",
     "remote_error",
 ]
 
 
+class ErrorCode(str, enum.Enum):
+    """The seven OpenEnv WebSocket error codes, with OpenEnv's semantics."""
+
+    INVALID_JSON = "INVALID_JSON"
+    UNKNOWN_TYPE = "UNKNOWN_TYPE"
+    VALIDATION_ERROR = "VALIDATION_ERROR"
+    EXECUTION_ERROR = "EXECUTION_ERROR"
+    CAPACITY_REACHED = "CAPACITY_REACHED"
+    FACTORY_ERROR = "FACTORY_ERROR"
+    SESSION_ERROR = "SESSION_ERROR"
+
+
+#: After an error with one of these codes the server closes the connection
+#: (code 1000), exactly like the OpenEnv reference server; after any other error
+#: the session goes on.
+CLOSING_ERRORS = frozenset(
+    {ErrorCode.CAPACITY_REACHED, ErrorCode.FACTORY_ERROR, ErrorCode.SESSION_ERROR}
+)
+
+
 class OpenEnvGymError(Exception):
     """Base class of every exception openenv-gym raises on purpose."""
+
+
+class ProtocolError(OpenEnvGymError):
+    """A frame or message that breaks the protocol, with the OpenEnv error code
+    it answers to and any further fields of the error frame (``extra``).
+
+    A server sends it back as an error frame
+    (:func:`openenv_gym.protocol.error_message`); a client raises it when a
+    reply cannot be read.
+    """
+
+    def __init__(self, code: ErrorCode | str, message: str, **extra: Any) -> None:
+        super().__init__(message)
+        self.code = ErrorCode(code)
+        self.message = message
+        self.extra = extra
+
+    def __repr__(self) -> str:
+        return f"ProtocolError({self.code.value}, {self.message!r})"
 
 
 class RemoteError(OpenEnvGymError):
@@ -114,7 +182,20 @@ class ProtocolMismatchError(OpenEnvGymError):
     (for example ``encoding="msgpack"`` against a stock OpenEnv server)."""
 
 
-_BY_CODE = {
+class EnvCallTimeout(OpenEnvGymError, TimeoutError):
+    """A server's env call ran past its step timeout."""
+
+
+class ListenError(OpenEnvGymError, OSError):
+    """A server could not listen on its address (a port in use, an address
+    this machine does not have, a port that needs privileges)."""
+
+
+class EmbeddedServerError(OpenEnvGymError, RuntimeError):
+    """A catalog env's built-in server did not start."""
+
+
+_BY_CODE: dict[ErrorCode, type[RemoteError]] = {
     cls.code: cls
     for cls in (
         InvalidJsonError,
@@ -128,7 +209,7 @@ _BY_CODE = {
 }
 
 
-def remote_error(data: dict) -> RemoteError:
+def remote_error(data: dict[str, Any]) -> RemoteError:
     """Build the exception for the ``data`` of an OpenEnv error frame."""
     details = {k: v for k, v in data.items() if k not in ("message", "code")}
     message = str(data.get("message", "")) or "(no message)"

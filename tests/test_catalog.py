@@ -18,6 +18,7 @@ import pytest
 import openenv_gym
 from openenv_gym import catalog
 from openenv_gym.errors import OpenEnvGymError, ValidationError
+from openenv_gym.protocol import Reset, Step
 
 pytest.importorskip("chess")
 
@@ -178,9 +179,9 @@ def test_chess_rules_rewards_and_state():
         assert state["move_history"] == ["a1a2", "g8h8", "a2a8"] and state["step_count"] == 3
         assert state["current_player"] == "black" and state["fen"] == obs["fen"]
         with pytest.raises(ValidationError, match="extra_forbidden|Extra"):
-            env.unwrapped._live().request({"type": "step", "data": {"move": "e2e4", "piece": "P"}})
+            env.unwrapped._live().request(Step({"move": "e2e4", "piece": "P"}))
         with pytest.raises(ValidationError):
-            env.unwrapped._live().request({"type": "reset", "data": {"colour": "black"}})
+            env.unwrapped._live().request(Reset.from_data({"colour": "black"}))
     finally:
         env.close()
 

@@ -195,6 +195,9 @@ def test_gym_make_raw_codec():
     embedded server decode into them (RemoteEnv's own decoder, on real frames)."""
     from openenv import GenericEnvClient
 
+    from openenv_gym.protocol import Observation, codec_for
+
+    STOCK_JSON = codec_for(None)
     env = gym.make("openenv/Echo-v0")
     try:
         assert isinstance(env.action_space, gym.spaces.Dict)
@@ -205,11 +208,10 @@ def test_gym_make_raw_codec():
             for tool in ("echo_message", "echo_with_length", "nope"):
                 gym_action = {"type": 0, "tool_name": tool, "arguments": '{"message": "hey"}'}
                 assert gym_action in env.action_space
-                action = contract.action_data(gym_action, arrays=False, hints=False)
+                action = contract.step_message(STOCK_JSON, gym_action).fields
                 assert action == {"type": "call_tool", "tool_name": tool, "arguments": {"message": "hey"}}
                 result = client.step(action)
-                step = contract.step({"observation": result.observation, "reward": result.reward,
-                                      "done": result.done})
+                step = contract.read(STOCK_JSON, Observation(result.observation, result.reward, result.done))
                 assert step.obs in env.observation_space, step.obs
                 assert step.obs["tool_name"] == tool and (step.reward, step.terminated) == (0.0, False)
         assert "tool_not_found" in str(step.obs["error"])

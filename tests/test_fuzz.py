@@ -22,7 +22,8 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
 import openenv_gym
-from openenv_gym.wire import MSGPACK_SUBPROTOCOL, ErrorCode, Limits, MsgpackCodec
+from openenv_gym.errors import ErrorCode
+from openenv_gym.protocol import MSGPACK_SUBPROTOCOL, Limits, MsgpackCodec
 
 CODES = {code.value for code in ErrorCode}
 FRAME_LIMIT = 256 * 1024

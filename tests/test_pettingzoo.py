@@ -289,11 +289,13 @@ def test_seat_view_is_a_gymnasium_env_through_remote_env(connect_four_url):
 
 
 def test_agents_route_errors(connect_four_url):
+    from openenv_gym.client import ConnectOptions
     from openenv_gym.client.session import RemoteSession
+    from openenv_gym.protocol import Reset
 
-    session = RemoteSession(connect_four_url, path="/agents?api=bogus")
+    session = RemoteSession(connect_four_url, ConnectOptions(), path="/agents?api=bogus")
     with pytest.raises(FactoryError, match="not 'bogus'"):
-        session.request({"type": "reset", "data": {}})
+        session.request(Reset())
     env = openenv_gym.RemoteAECEnv(connect_four_url)
     try:
         env.reset(seed=0)

@@ -18,7 +18,7 @@ from websockets.sync.client import connect
 
 import openenv_gym
 from openenv_gym.errors import CapacityReachedError, ConnectionClosedError, ExecutionError, FactoryError
-from openenv_gym.wire import MSGPACK_SUBPROTOCOL
+from openenv_gym.protocol import MSGPACK_SUBPROTOCOL
 from tests.conftest import free_port, server_process
 from tests.envs import FaultyEnv, SlowEnv
 

@@ -322,12 +322,13 @@ def test_async_workers_do_not_hold_other_clients_connections():
 
 
 def _opened_backend(url: str) -> str:
+    from openenv_gym.client import ConnectOptions
     from openenv_gym.client.session import RemoteSession
-    from openenv_gym.vector_wire import VECTOR_PATH
+    from openenv_gym.protocol import vector
 
-    session = RemoteSession(url, path=VECTOR_PATH, encoding="msgpack")
+    session = RemoteSession(url, ConnectOptions(encoding="msgpack"), path=vector.VECTOR_PATH, replies=vector.OPEN_REPLIES)
     try:
-        return session.request({"type": "vector_open", "data": {"num_envs": 2}})["backend"]
+        return session.request(vector.VectorOpen(2)).backend
     finally:
         session.close()
 

@@ -34,7 +34,7 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the install
     raise missing_extra(exc, "the built-in chess server", "chess") from exc
 
-from ..server.fields import FieldsEnv, FieldsObservation, model_schema
+from ..fields import FieldsEnv, FieldsObservation, model_schema
 
 __all__ = ["ChessEnvironment", "OPPONENTS"]
 

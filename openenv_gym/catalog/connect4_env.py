@@ -19,7 +19,7 @@ import random
 import uuid
 from typing import Any
 
-from ..server.fields import FieldsEnv, FieldsObservation, model_schema
+from ..fields import FieldsEnv, FieldsObservation, model_schema
 
 __all__ = ["Connect4Environment"]
 

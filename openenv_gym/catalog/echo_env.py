@@ -32,7 +32,7 @@ import json
 import uuid
 from typing import Any
 
-from ..server.fields import (
+from ..fields import (
     BASE_STATE_DESCRIPTION, FieldsEnv, FieldsObservation, model_schema, validate_action,
 )
 

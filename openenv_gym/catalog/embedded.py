@@ -33,11 +33,9 @@ import time
 import weakref
 from typing import Any
 
+from ..errors import EmbeddedServerError
+
 __all__ = ["EmbeddedServer", "EmbeddedServerError"]
-
-
-class EmbeddedServerError(RuntimeError):
-    """The embedded server did not start."""
 
 
 class EmbeddedServer:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from ..server.fields import BASE_STATE_DESCRIPTION, FieldsEnv, FieldsObservation, model_schema
+from ..fields import BASE_STATE_DESCRIPTION, FieldsEnv, FieldsObservation, model_schema
 
 __all__ = ["GridWorldEnvironment"]
 

@@ -18,7 +18,7 @@ A small daemon thread keeps an idle connection alive: while nobody is using
 the socket it answers the server's pings and sends its own, so a learner that
 spends minutes on a gradient update does not lose its session.
 
-    >>> conn = Connection.open("ws://127.0.0.1:8000/ws")      # doctest: +SKIP
+    >>> conn = Connection.open("ws://127.0.0.1:8000/ws", ConnectOptions())   # doctest: +SKIP
     >>> conn.send('{"type":"state"}'); conn.recv()            # doctest: +SKIP
 """
 
@@ -34,7 +34,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from websockets.client import ClientProtocol
@@ -46,7 +46,8 @@ from websockets.typing import Subprotocol
 from websockets.uri import parse_uri
 
 from ..errors import ConnectionClosedError, MessageTimeoutError
-from ..wire import PROCESS_HEADER, PROCESS_TOKEN, is_loopback
+from ..protocol import PROCESS_HEADER, PROCESS_TOKEN, is_loopback
+from .options import ConnectOptions
 
 __all__ = ["Connection", "ws_url", "http_url", "get_json"]
 
@@ -134,96 +135,45 @@ class Connection:
     # -- opening ------------------------------------------------------------
 
     @classmethod
-    def open(
-        cls,
-        url: str,
-        *,
-        subprotocols: Sequence[str] = (),
-        headers: Mapping[str, str] | None = None,
-        connect_timeout: float | None = 10.0,
-        max_message_bytes: int | None = 100 * 1024 * 1024,
-        compression: str | None = None,
-        ping_interval: float | None = 20.0,
-        ping_timeout: float | None = 20.0,
-        busy_poll: float | None = None,
-    ) -> "Connection":
-        """Connect and complete the WebSocket handshake.
+    def open(cls, url: str, options: ConnectOptions) -> Connection:
+        """Connect and complete the WebSocket handshake, offering ``options.subprotocols``.
 
-        ``compression="deflate"`` offers permessage-deflate (useful for JSON over
-        slow links); the default offers none, which is what binary msgpack
-        frames want. ``busy_poll``: seconds ``recv`` polls the socket before
-        it blocks; ``None`` is :data:`LOOPBACK_BUSY_POLL` for a loopback
-        server in another process and 0 (never poll) otherwise: across a
-        network the latency dwarfs a wake-up, and a server in this process
-        (:data:`~openenv_gym.wire.PROCESS_TOKEN`) needs the GIL the poller holds.
+        ``options.compression="deflate"`` offers permessage-deflate; the
+        default offers none, which is what binary msgpack frames want.
+        ``options.busy_poll`` ``None`` is :data:`LOOPBACK_BUSY_POLL` for a
+        loopback server in another process and 0 (never poll) otherwise:
+        across a network the latency dwarfs a wake-up, and a server in this
+        process (:data:`~openenv_gym.protocol.PROCESS_TOKEN`) needs the GIL the
+        poller holds.
         """
         uri = parse_uri(url)
-        if busy_poll is not None and busy_poll < 0:
-            raise ValueError(f"busy_poll must be a number of seconds >= 0, not {busy_poll!r}")
-        extensions = [ClientPerMessageDeflateFactory()] if compression == "deflate" else []
-        if compression not in (None, "deflate"):
-            raise ValueError(f"compression must be None or 'deflate', not {compression!r}")
+        extensions = [ClientPerMessageDeflateFactory()] if options.compression == "deflate" else None
         protocol = ClientProtocol(
             uri,
-            subprotocols=[Subprotocol(s) for s in subprotocols] or None,
-            extensions=extensions or None,
-            max_size=max_message_bytes,
+            subprotocols=[Subprotocol(s) for s in options.subprotocols] or None,
+            extensions=extensions,
+            max_size=options.max_message_bytes,
         )
-        deadline = None if connect_timeout is None else time.monotonic() + connect_timeout
         try:
-            sock = socket.create_connection((uri.host, uri.port), timeout=connect_timeout)
+            sock = socket.create_connection((uri.host, uri.port), timeout=options.connect_timeout)
         except OSError as exc:
             raise ConnectionClosedError(f"Failed to connect to {url}: {exc}") from exc
         try:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            if uri.secure:
-                context = ssl.create_default_context()
-                sock = context.wrap_socket(sock, server_hostname=uri.host)
-            request = protocol.connect()
-            request.headers[PROCESS_HEADER] = PROCESS_TOKEN
-            if headers:
-                for name, value in headers.items():
-                    request.headers[name] = value
-            protocol.send_request(request)
-            sock.sendall(b"".join(protocol.data_to_send()))
-            response = None
-            early: list = []  # frames that came in the same packets as the response
-            while response is None:
-                remaining = None if deadline is None else deadline - time.monotonic()
-                if remaining is not None and remaining <= 0:
-                    raise MessageTimeoutError(f"WebSocket handshake with {url} timed out")
-                sock.settimeout(remaining)
-                data = sock.recv(_RECV_BYTES)
-                if not data:
-                    protocol.receive_eof()
-                else:
-                    protocol.receive_data(data)
-                for event in protocol.events_received():
-                    if isinstance(event, Response):
-                        response = event
-                    else:
-                        early.append(event)
-                if not data and response is None:
-                    raise ConnectionClosedError(f"{url} closed the connection during the handshake")
-            if protocol.handshake_exc is not None:
-                raise ConnectionClosedError(
-                    f"WebSocket handshake with {url} failed: {protocol.handshake_exc}"
-                ) from protocol.handshake_exc
-            sock.settimeout(None)
-            if busy_poll is None:
-                same_process = response.headers.get(PROCESS_HEADER) == PROCESS_TOKEN
-                busy_poll = LOOPBACK_BUSY_POLL if is_loopback(uri.host) and not same_process else 0.0
+            sock, response, early = _handshake(sock, protocol, uri, url, options)
         except BaseException as exc:
             sock.close()
-            if isinstance(exc, (socket.timeout, TimeoutError)) and not isinstance(
-                exc, MessageTimeoutError
-            ):
+            if isinstance(exc, (socket.timeout, TimeoutError)) and not isinstance(exc, MessageTimeoutError):
                 raise MessageTimeoutError(f"WebSocket handshake with {url} timed out") from exc
             if isinstance(exc, OSError) and not isinstance(exc, ConnectionClosedError):
                 raise ConnectionClosedError(f"Failed to connect to {url}: {exc}") from exc
             raise
+        busy_poll = options.busy_poll
+        if busy_poll is None:
+            same_process = response.headers.get(PROCESS_HEADER) == PROCESS_TOKEN
+            busy_poll = LOOPBACK_BUSY_POLL if is_loopback(uri.host) and not same_process else 0.0
         conn = cls(
-            sock, protocol, url, ping_interval=ping_interval, ping_timeout=ping_timeout, busy_poll=busy_poll
+            sock, protocol, url, ping_interval=options.ping_interval,
+            ping_timeout=options.ping_timeout, busy_poll=busy_poll,
         )
         conn._absorb(early)
         return conn
@@ -441,6 +391,49 @@ class Connection:
             self._ping_sent_at = now
             self._flush()
 
+
+
+def _handshake(
+    sock: socket.socket, protocol: ClientProtocol, uri: Any, url: str, options: ConnectOptions
+) -> tuple[socket.socket, Response, list]:
+    """The WebSocket handshake on a connected socket (TLS first for ``wss``), within
+    ``options.connect_timeout``: the socket to use, the server's response, and any
+    frames that came in the same packets as the response."""
+    deadline = None if options.connect_timeout is None else time.monotonic() + options.connect_timeout
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    if uri.secure:
+        sock = ssl.create_default_context().wrap_socket(sock, server_hostname=uri.host)
+    request = protocol.connect()
+    request.headers[PROCESS_HEADER] = PROCESS_TOKEN
+    for name, value in options.request_headers.items():
+        request.headers[name] = value
+    protocol.send_request(request)
+    sock.sendall(b"".join(protocol.data_to_send()))
+    response = None
+    early: list = []
+    while response is None:
+        remaining = None if deadline is None else deadline - time.monotonic()
+        if remaining is not None and remaining <= 0:
+            raise MessageTimeoutError(f"WebSocket handshake with {url} timed out")
+        sock.settimeout(remaining)
+        data = sock.recv(_RECV_BYTES)
+        if data:
+            protocol.receive_data(data)
+        else:
+            protocol.receive_eof()
+        for event in protocol.events_received():
+            if isinstance(event, Response):
+                response = event
+            else:
+                early.append(event)
+        if not data and response is None:
+            raise ConnectionClosedError(f"{url} closed the connection during the handshake")
+    if protocol.handshake_exc is not None:
+        raise ConnectionClosedError(
+            f"WebSocket handshake with {url} failed: {protocol.handshake_exc}"
+        ) from protocol.handshake_exc
+    sock.settimeout(None)
+    return sock, response, early
 
 
 def _blocking_again(sock: socket.socket) -> None:

@@ -13,20 +13,22 @@ A server's ``/schema`` decides which :class:`Contract` applies:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
 from .. import spaces
-from ..wire import apply_type_hints, type_hints
+from ..errors import ErrorCode, ProtocolError
+from ..protocol import EXTENSION_KEY, Codec, Observation, ServerMessage, Step
+from ..protocol import gym as gym_data
+from ..protocol.gym import GymStep
 
 __all__ = [
     "Contract",
     "GymContract",
     "FieldsContract",
-    "Step",
+    "GymStep",
     "contract_from_schema",
     "EXTRA_FIELDS",
     "MISSING_FIELDS",
@@ -42,18 +44,9 @@ EXTRA_FIELDS = "openenv_gym.extra_fields"
 MISSING_FIELDS = "openenv_gym.missing_fields"
 
 
-@dataclass
-class Step:
-    """One decoded observation frame."""
-
-    obs: Any
-    reward: float
-    terminated: bool
-    truncated: bool
-    info: dict
-
-
 class Contract:
+    """How a client maps Gymnasium values to one kind of server's messages, and back."""
+
     observation_space: gym.Space
     action_space: gym.Space
     #: ``True`` for openenv-gym servers.
@@ -61,13 +54,19 @@ class Contract:
     render_mode: str | None = None
     env_metadata: dict = {}
 
-    def action_data(self, action: Any, *, arrays: bool, hints: bool) -> dict:
-        """The ``data`` of a step message; ``hints`` adds type hints (JSON to an
-        openenv-gym server)."""
+    def step_message(self, codec: Codec, action: Any) -> Step:
+        """The ``step`` message for ``action``."""
         raise NotImplementedError
 
-    def step(self, data: dict) -> Step:
+    def read(self, codec: Codec, reply: ServerMessage) -> GymStep:
+        """What a reply to ``reset`` or ``step`` says, as Gymnasium values."""
         raise NotImplementedError
+
+
+def _observation(reply: ServerMessage) -> Observation:
+    if not isinstance(reply, Observation):
+        raise ProtocolError(ErrorCode.SESSION_ERROR, f"Expected an observation, got {reply.type!r}")
+    return reply
 
 
 class GymContract(Contract):
@@ -75,7 +74,13 @@ class GymContract(Contract):
 
     extended = True
 
-    def __init__(self, schema: dict, extension: dict, observation_space=None, action_space=None):
+    def __init__(
+        self,
+        schema: dict,
+        extension: dict,
+        observation_space: gym.Space | None = None,
+        action_space: gym.Space | None = None,
+    ) -> None:
         self.observation_space = observation_space or _exact_space(schema["observation"], "obs")
         self.action_space = action_space or _exact_space(schema["action"], "action")
         self.render_mode = extension.get("render_mode")
@@ -83,29 +88,11 @@ class GymContract(Contract):
         self.env_id = extension.get("env_id")
         self.max_episode_steps = extension.get("max_episode_steps")
 
-    def action_data(self, action: Any, *, arrays: bool, hints: bool) -> dict:
-        data = {"action": spaces.encode(self.action_space, action, arrays=arrays)}
-        if hints and (hint := type_hints(action)) is not None:
-            data["types"] = hint
-        return data
+    def step_message(self, codec: Codec, action: Any) -> Step:
+        return gym_data.action_step(codec, self.action_space, action)
 
-    def step(self, data: dict) -> Step:
-        fields = data["observation"]
-        info = fields.get("info") or {}
-        reward = 0.0 if data.get("reward") is None else float(data["reward"])
-        obs = fields["obs"]
-        types = fields.get("types")
-        if isinstance(types, dict):
-            obs = apply_type_hints(obs, types.get("obs"))
-            info = apply_type_hints(info, types.get("info"))
-            reward = apply_type_hints(reward, types.get("reward"))
-        return Step(
-            obs=spaces.decode(self.observation_space, obs),
-            reward=reward,
-            terminated=bool(fields.get("terminated", data.get("done", False))),
-            truncated=bool(fields.get("truncated", False)),
-            info=info,
-        )
+    def read(self, codec: Codec, reply: ServerMessage) -> GymStep:
+        return gym_data.read_observation(codec, self.observation_space, _observation(reply))
 
 
 class FieldsContract(Contract):
@@ -142,21 +129,21 @@ class FieldsContract(Contract):
             )
         return spaces.infer_fields(schema, exclude=exclude)
 
-    def action_data(self, action: Any, *, arrays: bool, hints: bool) -> dict:
+    def step_message(self, codec: Codec, action: Any) -> Step:
         data = self._act.to_json(action)
         if not isinstance(data, dict):
             raise TypeError(
                 f"a stock OpenEnv server takes an action object of named fields; the action "
                 f"space must be a Dict of those fields, not {self.action_space}"
             )
-        return data
+        return Step(data)
 
-    def step(self, data: dict) -> Step:
-        fields = dict(data.get("observation") or {})
-        metadata = data.get("metadata") or fields.get("metadata")
+    def read(self, codec: Codec, reply: ServerMessage) -> GymStep:
+        message = _observation(reply)
+        fields = dict(message.observation)
+        metadata = message.metadata or fields.get("metadata")
         for key in RESERVED_OBSERVATION_FIELDS:
             fields.pop(key, None)
-        reward = data.get("reward")
         info: dict = {}
         if metadata:
             info["metadata"] = metadata
@@ -171,10 +158,10 @@ class FieldsContract(Contract):
                 info[EXTRA_FIELDS] = extra
             if missing:
                 info[MISSING_FIELDS] = missing
-        return Step(
+        return GymStep(
             obs=self._obs.to_space(fields),
-            reward=0.0 if reward is None else float(reward),
-            terminated=bool(data.get("done", False)),
+            reward=0.0 if message.reward is None else float(message.reward),
+            terminated=message.done,
             truncated=False,
             info=info,
         )
@@ -197,20 +184,7 @@ def contract_from_schema(
     action_space: gym.Space | None = None,
 ) -> Contract:
     """Pick the contract for a server from its ``/schema`` document."""
-    extension = schema.get("x-openenv-gym")
+    extension = schema.get(EXTENSION_KEY)
     if isinstance(extension, dict):
         return GymContract(schema, extension, observation_space, action_space)
     return FieldsContract(schema, observation_space, action_space)
-
-
-def decode_frame(data: dict) -> Any:
-    """A rendered frame from a ``render`` reply (ndarray for rgb_array, str for ansi)."""
-    frame = data.get("frame")
-    dtype = data.get("dtype")
-    if dtype is None or frame is None:
-        return frame
-    if isinstance(frame, np.ndarray):
-        return frame
-    if isinstance(frame, list) and frame and isinstance(frame[0], np.ndarray):
-        return frame
-    return np.asarray(frame, dtype=np.dtype(dtype))

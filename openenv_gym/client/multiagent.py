@@ -22,7 +22,7 @@ msgpack frames keep every numpy type.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 
@@ -35,43 +35,38 @@ except ImportError as exc:  # pragma: no cover - depends on the install
 
 from .. import spaces
 from ..errors import OpenEnvGymError, ProtocolMismatchError
-from ..wire import apply_type_hints, reset_message
+from ..protocol import EXTENSION_KEY, Render, RenderReply, Reset, State, StateReply
+from ..protocol import agents as wire
 from .connection import get_json, http_url
-from .contract import decode_frame
-from .session import Encoding, RemoteSession
+from .options import ConnectOptions
+from .session import RemoteSession
 
-__all__ = ["RemoteAECEnv", "RemoteParallelEnv", "MULTIAGENT_VERSION"]
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
-#: The multi-agent protocol version this client speaks.
-MULTIAGENT_VERSION = 1
+    from .options import ConnectKwargs
+
+__all__ = ["RemoteAECEnv", "RemoteParallelEnv"]
 
 
 class _Game:
     """The client side of one ``/agents`` session: spaces, requests, decoding."""
 
-    def __init__(
-        self,
-        base_url: str,
-        api: str,
-        *,
-        encoding: Encoding,
-        headers: Mapping[str, str] | None,
-        connect_timeout: float | None,
-        message_timeout: float | None,
-    ) -> None:
+    def __init__(self, base_url: str, api: str, options: ConnectOptions) -> None:
         self.base_url = http_url(base_url)
-        schema = get_json(f"{self.base_url}/schema", headers=headers, timeout=connect_timeout)
-        extension = (schema.get("x-openenv-gym") or {}) if isinstance(schema, dict) else {}
+        self.api = api
+        schema = get_json(f"{self.base_url}/schema", headers=options.request_headers, timeout=options.connect_timeout)
+        extension = (schema.get(EXTENSION_KEY) or {}) if isinstance(schema, dict) else {}
         description = extension.get("multiagent")
         if not isinstance(description, dict):
             raise ProtocolMismatchError(
                 f"{self.base_url} does not serve a PettingZoo env (its /schema has no "
-                f"x-openenv-gym.multiagent entry); use openenv_gym.RemoteEnv for it"
+                f"{EXTENSION_KEY}.multiagent entry); use openenv_gym.RemoteEnv for it"
             )
-        if description.get("version") != MULTIAGENT_VERSION:
+        if description.get("version") != wire.AGENTS_VERSION:
             raise ProtocolMismatchError(
                 f"{self.base_url} speaks multi-agent protocol version "
-                f"{description.get('version')!r}; this openenv-gym speaks {MULTIAGENT_VERSION} "
+                f"{description.get('version')!r}; this openenv-gym speaks {wire.AGENTS_VERSION} "
                 f"(upgrade openenv-gym on one side)"
             )
         if api not in description["apis"]:
@@ -88,43 +83,37 @@ class _Game:
         self.metadata: dict[str, Any] = dict(description.get("metadata") or {})
         self.render_mode: str | None = description.get("render_mode")
         self.session: RemoteSession | None = RemoteSession(
-            self.base_url,
-            encoding=encoding,
-            headers=headers,
-            connect_timeout=connect_timeout,
-            message_timeout=message_timeout,
-            path=f"{description['path']}?api={api}",
+            self.base_url, options, path=f"{description['path']}?api={api}"
         )
 
-    def request(self, message: dict) -> dict:
-        """Send a message; return the decoded game of the reply."""
+    def _live(self) -> RemoteSession:
         if self.session is None:
             raise OpenEnvGymError("this remote env is closed; create a new one to reconnect")
-        game = dict(self.session.request(message)["observation"])
-        types = game.pop("types", None)
-        if isinstance(types, dict):
-            for key, hint in types.get("dict", {}).items():
-                if key in game:
-                    game[key] = apply_type_hints(game[key], hint)
-        game["observations"] = {
-            agent: spaces.decode(self.observation_spaces[agent], value)
-            for agent, value in game["observations"].items()
-        }
-        return game
+        return self.session
 
-    def encode_action(self, agent: str, action: Any) -> Any:
-        if action is None:
-            return None
-        return spaces.encode(self.action_spaces[agent], action, arrays=self.session.binary)
+    def reset(self, seed: int | None, options: dict | None) -> dict:
+        """Reset the game; its decoded state."""
+        return self._game(self._live().request(Reset(seed, options=options)))
+
+    def step(self, actions: dict[str, Any]) -> dict:
+        """Step the game with ``{agent: action}`` (one agent for the AEC API); its decoded state."""
+        session = self._live()
+        return self._game(session.request(wire.game_step(session.codec, self.action_spaces, actions, self.api)))
+
+    def _game(self, reply: Any) -> dict:
+        return wire.read_game(self._live().codec, self.observation_spaces, reply)
 
     def render(self) -> Any:
         if self.render_mode is None or self.session is None:
             return None
-        return decode_frame(self.session.request({"type": "render"}))
+        reply = self.session.request(Render())
+        return reply.decoded_frame() if isinstance(reply, RenderReply) else None
 
     def state(self) -> dict:
         """The session's episode state on the server (``episode_id``, ``step_count``...)."""
-        return self.session.request({"type": "state"})
+        reply = self._live().request(State())
+        assert isinstance(reply, StateReply)
+        return reply.state
 
     def close(self) -> None:
         session, self.session = self.session, None
@@ -135,8 +124,8 @@ class _Game:
 class _RemoteGame:
     """What both PettingZoo clients share: the ``/agents`` session and its spaces."""
 
-    def _join(self, base_url: str, api: str, **options: Any) -> None:
-        self._game = _Game(base_url, api, **options)
+    def _join(self, base_url: str, api: str, options: ConnectOptions) -> None:
+        self._game = _Game(base_url, api, options)
         self.base_url = self._game.base_url
         self.possible_agents = list(self._game.possible_agents)
         self.metadata = self._game.metadata
@@ -164,42 +153,29 @@ class RemoteAECEnv(_RemoteGame, AECEnv):
 
     Args:
         base_url: the server (``http(s)://host:port``, ``ws(s)://...`` or ``host:port``).
-        encoding: ``"auto"`` (msgpack when offered), ``"json"`` or ``"msgpack"``.
-        headers: extra HTTP headers (``Authorization`` for private servers).
-        connect_timeout, message_timeout: seconds for the handshake and each reply.
+        options: how to connect (:class:`~openenv_gym.client.options.ConnectOptions`);
+            keyword arguments of the same names override it.
 
     Every reply carries every live agent's observation, so ``observe`` and
     ``last`` cost no round trip; ``step`` and ``reset`` cost one each.
     """
 
     def __init__(
-        self,
-        base_url: str,
-        *,
-        encoding: Encoding = "auto",
-        headers: Mapping[str, str] | None = None,
-        connect_timeout: float | None = 10.0,
-        message_timeout: float | None = 60.0,
+        self, base_url: str, *, options: ConnectOptions | None = None, **connect: Unpack[ConnectKwargs]
     ) -> None:
         super().__init__()
-        self._join(
-            base_url, "aec", encoding=encoding, headers=headers,
-            connect_timeout=connect_timeout, message_timeout=message_timeout,
-        )
+        self._join(base_url, "aec", ConnectOptions.merge(options, **connect))
         self.agents: list[str] = []
         self._observations: dict[str, Any] = {}
 
-
     def reset(self, seed: int | None = None, options: dict | None = None) -> None:
-        self._apply(self._game.request(reset_message(seed, options)))
+        self._apply(self._game.reset(seed, options))
 
     def step(self, action: Any) -> None:
-        encoded = self._game.encode_action(self.agent_selection, action)
-        self._apply(self._game.request({"type": "step", "data": {"action": encoded}}))
+        self._apply(self._game.step({self.agent_selection: action}))
 
     def observe(self, agent: str) -> Any:
         return self._observations.get(agent)
-
 
     def _apply(self, game: dict) -> None:
         self.agents = list(game["agents"])
@@ -223,37 +199,25 @@ class RemoteParallelEnv(_RemoteGame, ParallelEnv):
     """
 
     def __init__(
-        self,
-        base_url: str,
-        *,
-        encoding: Encoding = "auto",
-        headers: Mapping[str, str] | None = None,
-        connect_timeout: float | None = 10.0,
-        message_timeout: float | None = 60.0,
+        self, base_url: str, *, options: ConnectOptions | None = None, **connect: Unpack[ConnectKwargs]
     ) -> None:
-        self._join(
-            base_url, "parallel", encoding=encoding, headers=headers,
-            connect_timeout=connect_timeout, message_timeout=message_timeout,
-        )
+        self._join(base_url, "parallel", ConnectOptions.merge(options, **connect))
         self.agents: list[str] = []
-
 
     def reset(
         self, seed: int | None = None, options: dict | None = None
     ) -> tuple[dict[str, Any], dict[str, dict]]:
-        game = self._game.request(reset_message(seed, options))
+        game = self._game.reset(seed, options)
         self.agents = list(game["agents"])
         return game["observations"], game["infos"]
 
     def step(self, actions: dict[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
-        encoded = {agent: self._game.encode_action(agent, a) for agent, a in actions.items()}
-        game = self._game.request({"type": "step", "data": {"actions": encoded}})
+        game = self._game.step(actions)
         self.agents = list(game["agents"])
         return (
             game["observations"], game["rewards"], game["terminations"],
             game["truncations"], game["infos"],
         )
-
 
     def __repr__(self) -> str:
         return f"<RemoteParallelEnv {self.base_url}>"

@@ -21,18 +21,22 @@ schema default or a neutral value and are listed in
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 
 from ..errors import CapacityReachedError, OpenEnvGymError
-from ..wire import reset_message
+from ..protocol import Render, RenderReply, Reset, ServerMessage, State, StateReply
 from .connection import get_json, http_url
-from .contract import Contract, contract_from_schema, decode_frame
-from .retry import LOST_REASON, RECONNECTED, RECOVERABLE, Reconnect, reconnect_policy
-from .session import Encoding, RemoteSession
+from .contract import Contract, contract_from_schema
+from .options import ConnectOptions
+from .retry import LOST_REASON, RECONNECTED, RECOVERABLE
+from .session import RemoteSession
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from .options import ConnectKwargs
 
 __all__ = ["RemoteEnv"]
 
@@ -44,31 +48,17 @@ class RemoteEnv(gym.Env):
         base_url: the server, as ``http(s)://host:port``, ``ws(s)://...`` or ``host:port``.
         observation_space, action_space: override the spaces read from (or, for
             stock servers, inferred from) the server's ``/schema``.
-        encoding: ``"auto"`` (msgpack when the server offers it, else JSON),
-            ``"json"`` or ``"msgpack"`` (fails against servers without it).
-        connect_timeout: seconds for the TCP + WebSocket handshake and ``/schema``.
-        message_timeout: seconds to wait for each reply.
-        headers: extra HTTP headers for ``/schema`` and the WebSocket handshake
-            (for example ``{"Authorization": "Bearer ..."}``).
         render_mode: ignored when the server reports its own; the server's
             render mode is the one that applies.
-        ping_interval, ping_timeout: keepalive pings while the env sits idle
-            (``None`` turns them off, for tunnels that drop pings).
-        compression: ``"deflate"`` to offer permessage-deflate (JSON over slow
-            links); off by default.
-        token: sent as ``Authorization: Bearer <token>`` (servers started
-            with ``--token``).
-        reconnect: recover lost connections (``True`` for the default
-            :class:`~openenv_gym.client.retry.Reconnect` policy). A step whose
-            connection is lost then ends the episode with ``truncated=True``,
-            the last observation and ``info["openenv_gym.reconnected"] = True``;
-            the next ``reset`` runs on a new connection. CAPACITY_REACHED is
-            retried with backoff too. Off by default: errors are raised.
-        busy_poll: seconds to poll the socket for each reply before sleeping
-            until it comes. ``None``: 1 ms for a loopback server in another
-            process, where waking a sleeping reader costs more than a fast
-            step; never for other hosts or a server in this process. 0 never
-            polls (the waiting thread uses no CPU).
+        options: how to connect (:class:`~openenv_gym.client.options.ConnectOptions`:
+            encoding, token, headers, timeouts, message size, pings,
+            compression, busy polling, reconnect policy); keyword arguments of
+            the same names override it (``RemoteEnv(url, token=..., busy_poll=0)``).
+
+    With ``reconnect``, a step whose connection is lost ends the episode with
+    ``truncated=True``, the last observation and
+    ``info["openenv_gym.reconnected"] = True``; the next ``reset`` runs on a new
+    connection. CAPACITY_REACHED is retried with backoff too.
 
     Server error frames raise :class:`~openenv_gym.errors.RemoteError`
     subclasses carrying the server's code and message; a lost connection
@@ -85,27 +75,16 @@ class RemoteEnv(gym.Env):
         *,
         observation_space: gym.Space | None = None,
         action_space: gym.Space | None = None,
-        encoding: Encoding = "auto",
-        connect_timeout: float | None = 10.0,
-        message_timeout: float | None = 60.0,
-        headers: Mapping[str, str] | None = None,
         render_mode: str | None = None,
-        max_message_bytes: int = 100 * 1024 * 1024,
-        ping_interval: float | None = 20.0,
-        ping_timeout: float | None = 20.0,
-        compression: str | None = None,
-        token: str | None = None,
-        reconnect: Reconnect | bool | None = None,
-        busy_poll: float | None = None,
+        options: ConnectOptions | None = None,
+        **connect: Unpack[ConnectKwargs],
     ) -> None:
         self.base_url = http_url(base_url)
         self._session: RemoteSession | None = None
         self._closed = False
-        headers = dict(headers or {})
-        if token is not None:
-            headers["Authorization"] = f"Bearer {token}"
-        self.reconnect = reconnect_policy(reconnect)
-        schema = get_json(f"{self.base_url}/schema", headers=headers, timeout=connect_timeout)
+        self.options = options = ConnectOptions.merge(options, **connect)
+        self.reconnect = options.reconnect
+        schema = get_json(f"{self.base_url}/schema", headers=options.request_headers, timeout=options.connect_timeout)
         if not isinstance(schema, dict):
             raise OpenEnvGymError(f"{self.base_url}/schema did not return a JSON object")
         self.contract: Contract = contract_from_schema(
@@ -116,24 +95,14 @@ class RemoteEnv(gym.Env):
         self.render_mode = self.contract.render_mode if self.contract.extended else render_mode
         self.metadata = {**self.contract.env_metadata}
         self.metadata["render_modes"] = [self.render_mode] if self.render_mode else []
-        self._connect = functools.partial(
-            RemoteSession,
-            self.base_url,
-            encoding=encoding,
-            headers=headers,
-            connect_timeout=connect_timeout,
-            message_timeout=message_timeout,
-            max_message_bytes=max_message_bytes,
-            ping_interval=ping_interval,
-            ping_timeout=ping_timeout,
-            compression=compression,
-            busy_poll=busy_poll,
-        )
         self._last_obs: Any = None
         self._lost: BaseException | None = None
         self._session = (
             self._connect() if self.reconnect is None else self.reconnect.call(self._connect)
         )
+
+    def _connect(self) -> RemoteSession:
+        return RemoteSession(self.base_url, self.options)
 
     @property
     def encoding(self) -> str:
@@ -150,10 +119,10 @@ class RemoteEnv(gym.Env):
         the env's ``options``; ``episode_id`` names the episode in ``state()``).
         """
         super().reset(seed=seed)
-        message = reset_message(seed, options)
+        message = Reset(seed, options=options)
         lost, self._lost = self._lost, None
 
-        def attempt() -> dict:
+        def attempt() -> ServerMessage:
             if self._session is None or self._session.connection.closed:
                 self._session = self._connect()
             try:
@@ -168,7 +137,7 @@ class RemoteEnv(gym.Env):
         else:
             self._live_or_closed()
             reply = self.reconnect.call(attempt)
-        step = self.contract.step(reply)
+        step = self.contract.read(self._live().codec, reply)
         self._last_obs = step.obs
         if lost is not None:
             step.info[RECONNECTED] = True
@@ -177,11 +146,9 @@ class RemoteEnv(gym.Env):
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         session = self._live()
-        data = self.contract.action_data(
-            action, arrays=session.binary, hints=session.extended and not session.binary
-        )
+        message = self.contract.step_message(session.codec, action)
         try:
-            step = self.contract.step(session.request({"type": "step", "data": data}))
+            step = self.contract.read(session.codec, session.request(message))
         except RECOVERABLE as exc:
             if self.reconnect is None:
                 raise
@@ -196,7 +163,9 @@ class RemoteEnv(gym.Env):
 
     def state(self) -> dict[str, Any]:
         """The server's state of this session (``episode_id``, ``step_count``, ...)."""
-        return self._live().request({"type": "state"})
+        reply = self._live().request(State())
+        assert isinstance(reply, StateReply)
+        return reply.state
 
     def render(self) -> Any:
         """The server-side render of the current state (``rgb_array`` or ``ansi``).
@@ -206,7 +175,8 @@ class RemoteEnv(gym.Env):
         """
         if self.render_mode is None or not self.contract.extended:
             return None
-        return decode_frame(self._live().request({"type": "render"}))
+        reply = self._live().request(Render())
+        return reply.decoded_frame() if isinstance(reply, RenderReply) else None
 
     def close(self) -> None:
         """Tell the server to end the session and close the connection (idempotent)."""

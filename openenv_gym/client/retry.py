@@ -17,7 +17,7 @@ from typing import TypeVar
 
 from ..errors import CapacityReachedError, ConnectionClosedError, MessageTimeoutError, SessionError
 
-__all__ = ["Reconnect", "RECONNECTED", "LOST_REASON", "reconnect_policy"]
+__all__ = ["Reconnect", "RECONNECTED", "LOST_REASON", "RECOVERABLE"]
 
 #: ``info`` key set (to ``True``) on the step that ends an episode because the
 #: connection was lost and re-established, and on the reset that followed it.
@@ -90,8 +90,3 @@ class Reconnect:
                 if delay is None:
                     raise
                 await sleep(delay)
-
-
-def reconnect_policy(reconnect: "Reconnect | bool | None") -> "Reconnect | None":
-    """The policy a client's ``reconnect=`` argument asks for (``True``: the default one)."""
-    return Reconnect() if reconnect is True else (reconnect or None)

@@ -1,8 +1,8 @@
 """A client-side OpenEnv session: one connection, one request at a time.
 
-:class:`RemoteSession` negotiates the encoding, sends messages through the
-codec and turns error frames into typed exceptions. It is shared by every
-openenv-gym client.
+:class:`RemoteSession` negotiates the encoding, sends typed messages through
+the negotiated :class:`~openenv_gym.protocol.Codec` and turns error frames
+into typed exceptions. Every blocking openenv-gym client uses it.
 
 Encoding negotiation costs no round trip: the client offers the openenv-gym
 subprotocols in its handshake; an openenv-gym server selects one, and a stock
@@ -12,69 +12,51 @@ OpenEnv server selects none, which means plain JSON.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
 
-from ..errors import (
-    ConnectionClosedError,
-    MessageTimeoutError,
-    ProtocolMismatchError,
-    RemoteError,
-    remote_error,
-)
-from ..wire import (
-    CLOSING_ERRORS,
-    JSON_SUBPROTOCOL,
+from ..errors import CLOSING_ERRORS, ConnectionClosedError, MessageTimeoutError, ProtocolMismatchError, RemoteError
+from ..protocol import (
     MSGPACK_SUBPROTOCOL,
+    WS_REPLIES,
+    ClientMessage,
+    Close,
     Codec,
-    ErrorCode,
-    Limits,
-    WireError,
+    Frame,
+    ServerMessage,
     codec_for,
-    parse_server_message,
+    parse_reply,
 )
 from .connection import Connection, ws_url
+from .options import ConnectOptions
 
-__all__ = ["RemoteSession", "Encoding", "parse_reply", "negotiated_codec", "OFFERS"]
+__all__ = ["RemoteSession", "negotiated_codec", "read_reply", "Replies"]
 
-#: ``"auto"`` uses msgpack when the server offers it and JSON otherwise.
-Encoding = Literal["auto", "json", "msgpack"]
-
-OFFERS = {
-    "auto": (MSGPACK_SUBPROTOCOL, JSON_SUBPROTOCOL),
-    "msgpack": (MSGPACK_SUBPROTOCOL,),
-    "json": (JSON_SUBPROTOCOL,),
-}
+#: A route's replies, by message type (:data:`~openenv_gym.protocol.WS_REPLIES` for ``/ws``).
+Replies = Mapping[str, type[ServerMessage]]
 
 
-def negotiated_codec(url: str, encoding: Encoding, chosen: str | None, max_message_bytes: int) -> Codec:
+def negotiated_codec(url: str, options: ConnectOptions, chosen: str | None) -> Codec:
     """The codec for the subprotocol the server chose; ``encoding="msgpack"``
     refuses a server that did not choose msgpack instead of falling back."""
-    if encoding == "msgpack" and chosen != MSGPACK_SUBPROTOCOL:
+    if options.encoding == "msgpack" and chosen != MSGPACK_SUBPROTOCOL:
         raise ProtocolMismatchError(
             f"{url} does not offer msgpack frames (it is not an openenv-gym server); "
             f"use encoding='json' or 'auto'"
         )
-    return codec_for(chosen, Limits(max_frame_bytes=max_message_bytes, max_array_bytes=max_message_bytes))
+    return codec_for(chosen, options.limits)
 
 
-def parse_reply(codec: Codec, frame: str | bytes, url: str) -> dict:
-    """The ``data`` of a server reply frame; an error frame raises the
-    :class:`~openenv_gym.errors.RemoteError` subclass for its code."""
-    try:
-        reply = parse_server_message(codec.decode(frame))
-    except WireError as exc:
-        raise RemoteError(
-            f"unreadable reply from {url}: {exc.message}", code=ErrorCode.SESSION_ERROR
-        ) from exc
-    if reply["type"] == "error":
-        raise remote_error(reply["data"])
-    return reply["data"]
+def read_reply(codec: Codec, frame: Frame, replies: Replies) -> ServerMessage:
+    """The typed reply in ``frame``. An error frame raises the
+    :class:`~openenv_gym.errors.RemoteError` subclass for its code; a frame
+    that is not a reply of the route raises
+    :class:`~openenv_gym.errors.ProtocolError` (the server broke the protocol)."""
+    return parse_reply(codec.decode(frame), replies)
 
 
 class RemoteSession:
     """One OpenEnv WebSocket session, used synchronously.
 
-    ``request`` sends a message and returns the ``data`` of the reply, or
+    ``request`` sends a message and returns the server's typed reply, or
     raises the :class:`~openenv_gym.errors.RemoteError` subclass for the
     server's error code.
     """
@@ -82,48 +64,23 @@ class RemoteSession:
     def __init__(
         self,
         base_url: str,
+        options: ConnectOptions,
         *,
-        encoding: Encoding = "auto",
-        headers: Mapping[str, str] | None = None,
-        connect_timeout: float | None = 10.0,
-        message_timeout: float | None = 60.0,
-        max_message_bytes: int = 100 * 1024 * 1024,
-        ping_interval: float | None = 20.0,
-        ping_timeout: float | None = 20.0,
-        compression: str | None = None,
         path: str = "/ws",
-        busy_poll: float | None = None,
+        replies: Replies = WS_REPLIES,
     ) -> None:
-        if encoding not in OFFERS:
-            raise ValueError(f"encoding must be 'auto', 'json' or 'msgpack', not {encoding!r}")
         self.url = ws_url(base_url, path)
-        self.message_timeout = message_timeout
-        self.connection = Connection.open(
-            self.url,
-            subprotocols=OFFERS[encoding],
-            headers=headers,
-            connect_timeout=connect_timeout,
-            max_message_bytes=max_message_bytes,
-            compression=compression,
-            ping_interval=ping_interval,
-            ping_timeout=ping_timeout,
-            busy_poll=busy_poll,
-        )
-        chosen = self.connection.subprotocol
+        self.options = options
+        self.replies = replies
+        self.connection = Connection.open(self.url, options)
         try:
-            self.codec = negotiated_codec(self.url, encoding, chosen, max_message_bytes)
+            self.codec = negotiated_codec(self.url, options, self.connection.subprotocol)
         except ProtocolMismatchError:
             self.connection.close()
             raise
-        #: ``True`` when the server is an openenv-gym server (it selected one of our subprotocols).
-        self.extended = chosen is not None
 
-    @property
-    def binary(self) -> bool:
-        return self.codec.binary
-
-    def request(self, message: dict) -> dict:
-        """Send ``message`` and return the ``data`` of the server's reply."""
+    def request(self, message: ClientMessage) -> ServerMessage:
+        """Send ``message`` and return the server's reply."""
         try:
             self.send(message)
         except ConnectionClosedError:
@@ -133,19 +90,19 @@ class RemoteSession:
                 raise
         return self.receive()
 
-    def send(self, message: dict) -> None:
-        self.connection.send(self.codec.encode(message))
+    def send(self, message: ClientMessage) -> None:
+        self.connection.send(self.codec.encode(message.to_wire()))
 
-    def receive(self) -> dict:
+    def receive(self) -> ServerMessage:
         try:
-            frame = self.connection.recv(self.message_timeout)
+            frame = self.connection.recv(self.options.message_timeout)
         except MessageTimeoutError:
             # The reply may still come and would then answer the next request:
             # a timed-out connection is out of step, so it is dropped.
             self.connection.close(timeout=0.1)
             raise
         try:
-            return parse_reply(self.codec, frame, self.url)
+            return read_reply(self.codec, frame, self.replies)
         except RemoteError as error:
             if error.code in CLOSING_ERRORS:
                 self.connection.close()
@@ -156,7 +113,7 @@ class RemoteSession:
         if self.connection.closed:
             return
         try:
-            self.send({"type": "close"})
+            self.send(Close())
         except ConnectionClosedError:
             pass
         self.connection.close()

@@ -36,7 +36,8 @@ import re
 from collections import deque
 from collections.abc import Mapping, Sequence
 from copy import deepcopy
-from typing import Any, Literal, Union
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, Union
 
 import gymnasium as gym
 import numpy as np
@@ -44,21 +45,40 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from ..errors import CapacityReachedError, ConnectionClosedError, OpenEnvGymError, ProtocolMismatchError
-from ..vector_wire import VECTOR_PATH, VECTOR_VERSION, AutoresetLike
-from ..vector_wire import autoreset_mode as _autoreset_mode
+from ..protocol import EXTENSION_KEY, WS_REPLIES
+from ..protocol import vector as wire
+from ..protocol.vector import AutoresetLike
 from .async_session import AsyncSession, BlockingSession
 from .connection import get_json, http_url
 from .contract import Contract, contract_from_schema
 from .loop import InlineRunner, LoopThread
-from .retry import Reconnect, reconnect_policy
-from .session import Encoding, RemoteSession
+from .options import ConnectOptions
+from .session import RemoteSession
 from .vector_units import Batch, Recovery, SessionUnit, VectorUnit, concat_batches
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from .options import ConnectKwargs
 
 __all__ = ["RemoteVectorEnv", "VectorMode"]
 
 #: ``"auto"``: batched when every server offers it, else sessions.
 VectorMode = Literal["auto", "batched", "sessions"]
 Unit = Union[SessionUnit, VectorUnit]
+#: Every reply of a ``/vector`` session, the one to ``vector_open`` included.
+_VECTOR_REPLIES = {**wire.OPEN_REPLIES, **wire.VECTOR_REPLIES}
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """Where a vector env's envs run: the mode, and per server its URL, contract
+    and number of envs (servers given none are left out)."""
+
+    mode: str
+    urls: list[str]
+    contracts: list[Contract]
+    sizes: list[int]
 
 
 def _least_loaded_split(num_envs: int, loads: Sequence[tuple[int, int | None]]) -> list[int]:
@@ -111,7 +131,6 @@ class RemoteVectorEnv(VectorEnv):
         mode: ``"auto"``, ``"batched"`` (openenv-gym servers only) or ``"sessions"``.
         autoreset_mode: Gymnasium's :class:`~gymnasium.vector.AutoresetMode` or
             its string value (``"NextStep"``, ``"SameStep"``, ``"Disabled"``).
-        encoding: ``"auto"`` (msgpack when offered), ``"json"`` or ``"msgpack"``.
         batch_size: envs :meth:`recv` returns (default ``num_envs``). In batched
             mode every server must host the same number of envs and
             ``batch_size`` must be a multiple of it (a server answers for all
@@ -120,20 +139,16 @@ class RemoteVectorEnv(VectorEnv):
             stock server's ``/schema`` lets the client infer.
         copy: return observations the caller owns (``True``, like
             ``SyncVectorEnv``) or read-only views of the received frames.
-        headers, connect_timeout, message_timeout, max_message_bytes,
-            ping_interval, ping_timeout: as for :class:`~openenv_gym.RemoteEnv`.
-        reconnect: recover lost connections (``True`` for the default
-            :class:`~openenv_gym.client.retry.Reconnect` policy). The envs of a
-            lost connection (one env in sessions mode, all envs of that server
-            in batched mode) end their episode in that step with
-            ``truncated=True``, reward 0, their last observation and
+        options: how to connect (:class:`~openenv_gym.client.options.ConnectOptions`);
+            keyword arguments of the same names override it. ``busy_poll``
+            applies to batched mode with one server, whose lockstep
+            connection is driven from the calling thread. With ``reconnect``,
+            the envs of a lost connection (one env in sessions mode, all envs
+            of that server in batched mode) end their episode in that step
+            with ``truncated=True``, reward 0, their last observation and
             ``infos["openenv_gym.reconnected"]``; their next episode starts on
             a new connection (with the policy's backoff) when the autoreset
-            mode starts it, and without a seed. Off by default: errors are
-            raised. The constructor never retries.
-        busy_poll: as for :class:`~openenv_gym.RemoteEnv`; it applies to
-            batched mode with one server, whose lockstep connection is
-            driven from the calling thread.
+            mode starts it, and without a seed. The constructor never retries.
 
     Raises:
         CapacityReachedError: before any step, when a server cannot hold the
@@ -147,19 +162,12 @@ class RemoteVectorEnv(VectorEnv):
         *,
         mode: VectorMode = "auto",
         autoreset_mode: AutoresetLike = AutoresetMode.NEXT_STEP,
-        encoding: Encoding = "auto",
         batch_size: int | None = None,
         observation_space: gym.Space | None = None,
         action_space: gym.Space | None = None,
         copy: bool = True,
-        headers: Mapping[str, str] | None = None,
-        connect_timeout: float | None = 10.0,
-        message_timeout: float | None = 60.0,
-        max_message_bytes: int = 100 * 1024 * 1024,
-        ping_interval: float | None = 20.0,
-        ping_timeout: float | None = 20.0,
-        reconnect: Reconnect | bool | None = None,
-        busy_poll: float | None = None,
+        options: ConnectOptions | None = None,
+        **connect: Unpack[ConnectKwargs],
     ) -> None:
         self._units: list[Unit] = []
         self._loop: LoopThread | InlineRunner | None = None
@@ -170,106 +178,112 @@ class RemoteVectorEnv(VectorEnv):
             raise ValueError("base_url must be a URL or a non-empty list of URLs")
         if mode not in ("auto", "batched", "sessions"):
             raise ValueError(f"mode must be 'auto', 'batched' or 'sessions', not {mode!r}")
-        self.base_urls = [http_url(u) for u in urls][:num_envs]
         self.num_envs = num_envs
         self.batch_size = num_envs if batch_size is None else int(batch_size)
         if not 1 <= self.batch_size <= num_envs:
             raise ValueError(f"batch_size must be between 1 and num_envs={num_envs}, not {batch_size!r}")
-        self.autoreset_mode = autoreset_mode_ = _autoreset_mode(autoreset_mode)
+        self.autoreset_mode = wire.autoreset_mode(autoreset_mode)
         self.copy = copy
-        self.message_timeout = message_timeout
-        self.reconnect = reconnect_policy(reconnect)
+        self.options = ConnectOptions.merge(options, **connect)
+        self.message_timeout = self.options.message_timeout
+        self.reconnect = self.options.reconnect
 
-        schemas = [get_json(f"{u}/schema", headers=headers, timeout=connect_timeout) for u in self.base_urls]
+        plan = self._plan([http_url(u) for u in urls][:num_envs], mode, observation_space, action_space)
+        self.mode, self.base_urls = plan.mode, plan.urls
+        first = plan.contracts[0]
+        self.single_observation_space = first.observation_space
+        self.single_action_space = first.action_space
+        self.observation_space = batch_space(first.observation_space, num_envs)
+        self.action_space = batch_space(first.action_space, num_envs)
+        self.render_mode = first.render_mode if first.extended else None
+        self.metadata = {**first.env_metadata, "autoreset_mode": self.autoreset_mode}
+        self.metadata["render_modes"] = [self.render_mode] if self.render_mode else []
+
+        self._inflight: set[int] = set()  # units with a send() in progress
+        self._ready: deque[Batch | BaseException] = deque()
+        self._ready_event: asyncio.Event | None = None
+        self._units = self._open_units(plan)
+        #: The unit (server session) stepping each env.
+        self._unit_of = np.empty(num_envs, dtype=np.int64)
+        for index, unit in enumerate(self._units):
+            self._unit_of[unit.env_ids] = index
+
+    # -- planning ---------------------------------------------------------------
+
+    def _plan(
+        self, urls: list[str], mode: VectorMode, observation_space: gym.Space | None, action_space: gym.Space | None
+    ) -> _Plan:
+        """Read every server's ``/schema`` and ``/health``: the mode, and how many
+        envs go to which server (least-loaded first)."""
+        options = self.options
+        schemas = [get_json(f"{u}/schema", headers=options.request_headers, timeout=options.connect_timeout) for u in urls]
         contracts = [
             contract_from_schema(s, observation_space=observation_space, action_space=action_space)
             for s in schemas
         ]
         first = contracts[0]
-        for url, contract in zip(self.base_urls[1:], contracts[1:]):
+        for url, contract in zip(urls[1:], contracts[1:]):
             if (contract.observation_space, contract.action_space) != (first.observation_space, first.action_space):
                 raise OpenEnvGymError(
-                    f"{url} serves different spaces than {self.base_urls[0]} "
+                    f"{url} serves different spaces than {urls[0]} "
                     f"({contract.observation_space} / {contract.action_space} vs "
                     f"{first.observation_space} / {first.action_space}); all servers must serve the same env"
                 )
-        self.mode = self._choose_mode(mode, schemas)
-        if self.mode == "batched" and self.batch_size < num_envs:
-            sizes = _least_loaded_split(num_envs, [(0, None)] * len(self.base_urls))
+        chosen = self._choose_mode(mode, urls, schemas)
+        if chosen == "batched" and self.batch_size < self.num_envs:
+            sizes = _least_loaded_split(self.num_envs, [(0, None)] * len(urls))
             if len(set(sizes)) != 1 or self.batch_size % sizes[0]:
                 raise ValueError(
                     f"in batched mode a server answers for all its envs at once, so batch_size "
                     f"({self.batch_size}) must be a multiple of the envs per server ({sizes}); "
                     f"adjust num_envs / batch_size or use mode='sessions'"
                 )
-        elif len(self.base_urls) > 1:
-            loads = [_server_load(u, headers, connect_timeout) for u in self.base_urls]
-            sizes = _least_loaded_split(num_envs, loads)
-            used = [i for i, size in enumerate(sizes) if size]
-            self.base_urls = [self.base_urls[i] for i in used]
-            contracts = [contracts[i] for i in used]
-            sizes = [sizes[i] for i in used]
+        elif len(urls) > 1:
+            loads = [_server_load(u, options.request_headers, options.connect_timeout) for u in urls]
+            sizes = _least_loaded_split(self.num_envs, loads)
         else:
-            sizes = [num_envs]
+            sizes = [self.num_envs]
+        used = [i for i, size in enumerate(sizes) if size]
+        return _Plan(chosen, [urls[i] for i in used], [contracts[i] for i in used], [sizes[i] for i in used])
 
-        self.single_observation_space = first.observation_space
-        self.single_action_space = first.action_space
-        self.observation_space = batch_space(first.observation_space, num_envs)
-        self.action_space = batch_space(first.action_space, num_envs)
-        self.render_mode = first.render_mode if first.extended else None
-        self.metadata = {**first.env_metadata, "autoreset_mode": autoreset_mode_}
-        self.metadata["render_modes"] = [self.render_mode] if self.render_mode else []
-
-        options = dict(
-            encoding=encoding, headers=headers, connect_timeout=connect_timeout,
-            message_timeout=message_timeout, max_message_bytes=max_message_bytes,
-            ping_interval=ping_interval, ping_timeout=ping_timeout,
-        )
-        self._inflight: set[int] = set()  # units with a send() in progress
-        self._ready: deque[Batch | BaseException] = deque()
-        self._ready_event: asyncio.Event | None = None
-        if self.mode == "batched" and len(self.base_urls) == 1:
-            # One lockstep session: drive it from this thread over a blocking
-            # connection, without an event loop thread to hand each step to.
-            self._loop = InlineRunner()
-            self._ready_event = asyncio.Event()
-            self._units = [
-                self._open_inline(contracts[0], {**options, "busy_poll": busy_poll}, self._recovery(self._loop))
-            ]
-        else:
-            self._loop = LoopThread(self.base_urls[0])
-            self._units = self._loop.run(self._open(contracts, sizes, options, self._recovery(self._loop)))
-        #: The unit (server session) stepping each env.
-        self._unit_of = np.empty(num_envs, dtype=np.int64)
-        for index, unit in enumerate(self._units):
-            self._unit_of[unit.env_ids] = index
-
-    # -- opening --------------------------------------------------------------
-
-    def _choose_mode(self, mode: VectorMode, schemas: list) -> str:
+    @staticmethod
+    def _choose_mode(mode: VectorMode, urls: list[str], schemas: list) -> str:
         def offers_vector(schema: Any) -> bool:
-            extension = schema.get("x-openenv-gym") if isinstance(schema, dict) else None
+            extension = schema.get(EXTENSION_KEY) if isinstance(schema, dict) else None
             vector = extension.get("vector") if isinstance(extension, dict) else None
-            return isinstance(vector, dict) and vector.get("version") == VECTOR_VERSION
+            return isinstance(vector, dict) and vector.get("version") == wire.VECTOR_VERSION
 
-        lacking = [u for u, s in zip(self.base_urls, schemas) if not offers_vector(s)]
+        lacking = [u for u, s in zip(urls, schemas) if not offers_vector(s)]
         if mode == "batched" and lacking:
             raise ProtocolMismatchError(
                 f"{', '.join(lacking)} offer(s) no batched vector sessions (openenv-gym vector "
-                f"version {VECTOR_VERSION}); use mode='sessions' or 'auto'"
+                f"version {wire.VECTOR_VERSION}); use mode='sessions' or 'auto'"
             )
         if mode == "auto":
             return "sessions" if lacking else "batched"
         return mode
 
+    # -- opening --------------------------------------------------------------
+
+    def _open_units(self, plan: _Plan) -> list[Unit]:
+        """Open the units of ``plan``: with one batched server, one lockstep session
+        driven from this thread over a blocking connection (no event loop thread to
+        hand each step to); otherwise every unit on a background event loop."""
+        if plan.mode == "batched" and len(plan.urls) == 1:
+            self._loop = InlineRunner()
+            self._ready_event = asyncio.Event()
+            return [self._open_inline(plan.contracts[0], self._recovery(self._loop))]
+        self._loop = LoopThread(plan.urls[0])
+        return self._loop.run(self._open(plan, self._recovery(self._loop)))
+
     def _recovery(self, runner: LoopThread | InlineRunner) -> Recovery | None:
         return None if self.reconnect is None else Recovery(self.reconnect, runner.sleep)
 
-    def _open_inline(self, contract: Contract, options: dict, recovery: Recovery | None) -> VectorUnit:
+    def _open_inline(self, contract: Contract, recovery: Recovery | None) -> VectorUnit:
         url = self.base_urls[0]
 
         async def connect() -> BlockingSession:
-            return BlockingSession(RemoteSession(url, path=VECTOR_PATH, **options))
+            return BlockingSession(RemoteSession(url, self.options, path=wire.VECTOR_PATH, replies=_VECTOR_REPLIES))
 
         unit = VectorUnit(connect, contract, np.arange(self.num_envs), self.autoreset_mode, recovery)
         try:
@@ -278,32 +292,35 @@ class RemoteVectorEnv(VectorEnv):
             raise self._capacity_error(0, error, [self.num_envs]) from error
         return unit
 
-    async def _open(self, contracts: list, sizes: list[int], options: dict, recovery: Recovery | None) -> list[Unit]:
+    async def _open(self, plan: _Plan, recovery: Recovery | None) -> list[Unit]:
         self._ready_event = asyncio.Event()
-        path = VECTOR_PATH if self.mode == "batched" else "/ws"
-        plan: list[tuple[int, np.ndarray]] = []  # (server, env ids) per unit
+        batched = plan.mode == "batched"
+        path, replies = (wire.VECTOR_PATH, _VECTOR_REPLIES) if batched else ("/ws", WS_REPLIES)
+        blocks: list[tuple[int, np.ndarray]] = []  # (server, env ids) per unit
         start = 0
-        for server, size in enumerate(sizes):
+        for server, size in enumerate(plan.sizes):
             ids = np.arange(start, start + size)
             start += size
-            plan.extend([(server, ids)] if self.mode == "batched" else [(server, ids[i:i + 1]) for i in range(size)])
+            blocks.extend([(server, ids)] if batched else [(server, ids[i:i + 1]) for i in range(size)])
 
         async def open_unit(server: int, ids: np.ndarray) -> Unit:
-            connect = functools.partial(AsyncSession.open, self.base_urls[server], path=path, **options)
-            kind = VectorUnit if self.mode == "batched" else SessionUnit
-            unit: Unit = kind(connect, contracts[server], ids, self.autoreset_mode, recovery)
+            connect = functools.partial(
+                AsyncSession.open, plan.urls[server], self.options, path=path, replies=replies
+            )
+            kind = VectorUnit if batched else SessionUnit
+            unit: Unit = kind(connect, plan.contracts[server], ids, self.autoreset_mode, recovery)
             await unit.open()
             return unit
 
-        tasks = [asyncio.ensure_future(open_unit(server, ids)) for server, ids in plan]
+        tasks = [asyncio.ensure_future(open_unit(server, ids)) for server, ids in blocks]
         await asyncio.wait(tasks)
         units = [t.result() for t in tasks if not t.exception()]
-        errors = [(server, t.exception()) for (server, _), t in zip(plan, tasks) if t.exception()]
+        errors = [(server, t.exception()) for (server, _), t in zip(blocks, tasks) if t.exception()]
         if errors:
             await asyncio.gather(*(u.close() for u in units), return_exceptions=True)
             capacity = [(server, e) for server, e in errors if isinstance(e, CapacityReachedError)]
             if capacity:
-                raise self._capacity_error(*capacity[0], sizes) from capacity[0][1]
+                raise self._capacity_error(*capacity[0], plan.sizes) from capacity[0][1]
             raise errors[0][1]
         return units
 
@@ -375,11 +392,11 @@ class RemoteVectorEnv(VectorEnv):
 
     def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
         """Call a public method (or read a public attribute) of every sub-env (batched mode)."""
-        return self._forward("call", {"name": name, "args": list(args), "kwargs": kwargs})
+        return self._forward(wire.Call(name, list(args), kwargs))
 
     def get_attr(self, name: str) -> tuple[Any, ...]:
         """A public attribute of every sub-env (batched mode)."""
-        return self._forward("get_attr", {"name": name})
+        return self._forward(wire.GetAttr(name))
 
     def set_attr(self, name: str, values: list[Any] | tuple[Any, ...] | Any) -> None:
         """Set a public attribute of every sub-env: one value for all, or one per env."""
@@ -390,11 +407,11 @@ class RemoteVectorEnv(VectorEnv):
         else:
             per_unit = [values] * len(self._units)
         self._live().run(self._gather([
-            unit.call("set_attr", {"name": name, "values": v}) for unit, v in zip(self._units, per_unit)
+            unit.call(wire.SetAttr(name, v)) for unit, v in zip(self._units, per_unit)
         ]))
 
-    def _forward(self, kind: str, data: dict) -> tuple[Any, ...]:
-        results = self._live().run(self._gather([unit.call(kind, data) for unit in self._units]))
+    def _forward(self, message: Any) -> tuple[Any, ...]:
+        results = self._live().run(self._gather([unit.call(message) for unit in self._units]))
         return tuple(r for unit_results in results for r in unit_results)
 
     # -- partial batches (EnvPool's send / recv) --------------------------------

@@ -34,12 +34,11 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array
 
-from .. import spaces
-from ..errors import CapacityReachedError, OpenEnvGymError
-from ..vector_wire import infos_from_fields
-from ..wire import apply_type_hints, reset_message, type_hints
+from ..errors import CapacityReachedError, ErrorCode, OpenEnvGymError, ProtocolError
+from ..protocol import Render, RenderReply, Reset, ServerMessage, State
+from ..protocol import vector as wire
 from .async_session import AsyncSession, BlockingSession
-from .contract import Contract, decode_frame
+from .contract import Contract
 from .retry import LOST_REASON, RECONNECTED, RECOVERABLE, Reconnect
 
 __all__ = ["Batch", "Recovery", "SessionUnit", "VectorUnit", "concat_batches", "take_rows", "infos_for"]
@@ -333,11 +332,15 @@ class SessionUnit(_Unit):
 
     async def _greet(self, session: Session) -> None:
         """A cheap request: a server over capacity answers it with CAPACITY_REACHED."""
-        await session.request({"type": "state"})
+        await session.request(State())
 
     async def _reset_one(self, seed: int | None, options: dict | None) -> tuple[Any, dict]:
-        message = reset_message(seed, options)
-        step = self.contract.step(await self._recover(lambda session: session.request(message)))
+        message = Reset(seed, options=options)
+
+        async def attempt(session: Session) -> Any:
+            return self.contract.read(session.codec, await session.request(message))
+
+        step = await self._recover(attempt)
         self._pending_reset = self._ended = False
         if not self._owed[0]:
             return step.obs, step.info
@@ -372,13 +375,9 @@ class SessionUnit(_Unit):
                 f"reset it with reset(options={{'reset_mask': mask}}) before stepping it again"
             )
         session = self._live()
-        data = self.contract.action_data(
-            _item(single_action_space, actions, 0 if rows is None else int(rows[0])),
-            arrays=session.binary,
-            hints=session.extended and not session.binary,
-        )
+        action = _item(single_action_space, actions, 0 if rows is None else int(rows[0]))
         try:
-            step = self.contract.step(await session.request({"type": "step", "data": data}))
+            step = self.contract.read(session.codec, await session.request(self.contract.step_message(session.codec, action)))
         except RECOVERABLE as error:
             if self._recovery is None:
                 raise
@@ -407,11 +406,12 @@ class SessionUnit(_Unit):
     async def render(self) -> list:
         if not self.contract.extended or self.contract.render_mode is None:
             return [None]
-        return [decode_frame(await self._live().request({"type": "render"}))]
+        reply = await self._live().request(Render())
+        return [reply.decoded_frame() if isinstance(reply, RenderReply) else None]
 
-    async def call(self, kind: str, data: dict) -> list:
+    async def call(self, message: Any) -> list:
         raise OpenEnvGymError(
-            f"{kind}() needs batched mode: the OpenEnv /ws protocol has no message for it. "
+            f"{message.type}() needs batched mode: the OpenEnv /ws protocol has no message for it. "
             f"Use mode='batched' with an openenv-gym server"
         )
 
@@ -441,31 +441,32 @@ class VectorUnit(_Unit):
 
     async def _greet(self, session: Session) -> None:
         """Open the server's vector env (CAPACITY_REACHED when it does not fit)."""
-        await session.request(
-            {"type": "vector_open", "data": {"num_envs": self.size, "autoreset_mode": self.autoreset.value}}
-        )
+        await session.request(wire.VectorOpen(self.size, self.autoreset))
 
-    def _batch(self, data: dict, rewards: bool) -> Batch:
+    def _batch(self, session: Session, reply: ServerMessage, rewards: bool) -> Batch:
+        if not isinstance(reply, wire.VectorObservation):
+            raise ProtocolError(ErrorCode.SESSION_ERROR, f"Expected a vector observation, got {reply.type!r}")
         n = self.size
-        obs = spaces.decode(self.observation_space, data["obs"], path="obs")
+        codec = session.codec
+        obs = codec.unpack_space(self.observation_space, reply.obs, path="obs")
         if rewards:
-            r = np.asarray(data["rewards"], dtype=np.float64)
-            term = np.asarray(data["terminations"], dtype=np.bool_)
-            trunc = np.asarray(data["truncations"], dtype=np.bool_)
+            r = np.asarray(reply.rewards, dtype=np.float64)
+            term = np.asarray(reply.terminations, dtype=np.bool_)
+            trunc = np.asarray(reply.truncations, dtype=np.bool_)
         else:
             r, term, trunc = np.zeros(n), np.zeros(n, np.bool_), np.zeros(n, np.bool_)
-        return Batch(obs, r, term, trunc, infos_from_fields(data), self.env_ids)
+        return Batch(obs, r, term, trunc, wire.read_infos(codec, reply), self.env_ids)
 
     def _unchanged(self) -> Batch:
         n = self.size
         return Batch(self._obs, np.zeros(n), np.zeros(n, np.bool_), np.zeros(n, np.bool_), {}, self.env_ids)
 
     @staticmethod
-    def _reset_message(session: Session, seeds: list, options: dict | None, mask: np.ndarray | None) -> dict:
+    def _reset_message(session: Session, seeds: list, options: dict | None, mask: np.ndarray | None) -> wire.VectorReset:
         if mask is not None:
-            options = {**(options or {}), "reset_mask": mask if session.binary else mask.tolist()}
+            options = {**(options or {}), "reset_mask": session.codec.pack_array(mask)}
         seed = None if all(s is None for s in seeds) else [None if s is None else int(s) for s in seeds]
-        return {"type": "reset", "data": {"seed": seed, "options": options}}
+        return wire.VectorReset(seed, options)
 
     async def reset(self, seeds: list, options: dict | None, mask: np.ndarray | None) -> Batch:
         """Reset all envs, or those of ``mask``. A new connection (after a
@@ -480,7 +481,7 @@ class VectorUnit(_Unit):
                 message = self._reset_message(session, own, options, None)
             else:
                 rows, message = mask, self._reset_message(session, seeds, options, mask)
-            return rows, self._batch(await session.request(message), rewards=False)
+            return rows, self._batch(session, await session.request(message), rewards=False)
 
         rows, batch = await self._recover(attempt)
         return self._started(rows, batch)
@@ -514,13 +515,13 @@ class VectorUnit(_Unit):
         if rows is not None:
             actions = take_rows(single_action_space, actions, rows)
         session = self._live()
-        encoded = spaces.encode(self.action_space, actions, arrays=session.binary, path="actions")
+        encoded = session.codec.pack_space(self.action_space, actions, path="actions")
         owed = self._owed.copy()
         try:
-            batch = self._batch(await session.request({"type": "step", "data": {"actions": encoded}}), rewards=True)
+            batch = self._batch(session, await session.request(wire.VectorStep(encoded)), rewards=True)
             if owed.any():
                 message = self._reset_message(session, [None] * self.size, None, owed)
-                restarted = self._started(owed, self._batch(await session.request(message), rewards=False))
+                restarted = self._started(owed, self._batch(session, await session.request(message), rewards=False))
                 batch = _select(self.space, owed, batch, restarted)
         except RECOVERABLE as error:
             if self._recovery is None:
@@ -566,12 +567,16 @@ class VectorUnit(_Unit):
         return batch
 
     async def render(self) -> list:
-        return await self.call("render", {})
+        return await self.call(Render())
 
-    async def call(self, kind: str, data: dict) -> list:
-        """``call`` / ``get_attr`` / ``set_attr`` / ``render`` on the server's vector env."""
+    async def call(self, message: Any) -> list:
+        """A ``call`` / ``get_attr`` / ``set_attr`` / ``render`` message to the
+        server's vector env; the per-env values of its reply."""
         session = self._live()
-        if not session.binary and (hints := type_hints(data.get("values"))) is not None:
-            data = {**data, "types": hints}
-        reply = await session.request({"type": kind, "data": data})
-        return list(apply_type_hints(reply.get("values") or [], reply.get("types")))
+        if isinstance(message, wire.SetAttr):  # values of no space: the codec says how they travel
+            values, hints = session.codec.pack_data(message.values)
+            message = wire.SetAttr(message.name, values, hints)
+        reply = await session.request(message)
+        if isinstance(reply, wire.SetAttrDone):
+            return []
+        return wire.read_values(session.codec, reply)

@@ -1,351 +1,31 @@
-"""Environments that speak OpenEnv's named fields, served without pydantic.
-
-A stock OpenEnv environment takes an action object of named fields (chess:
-``{"move": "e2e4"}``) and answers an observation object of named fields plus
-``reward`` and ``done``; its ``/schema`` is the pydantic JSON Schema of its
-models. :class:`FieldsEnv` is that contract in plain Python: subclass it,
-declare the schemas with :func:`model_schema`, and ``create_app`` serves it
-exactly as ``openenv``'s own ``create_app`` would serve the pydantic original
-(same frames, same ``/schema``), on openenv-gym's server machinery::
-
-    >>> class Counter(FieldsEnv):
-    ...     name = "counter_env"
-    ...     action_schema = model_schema(
-    ...         "CounterAction", {"step": {"type": "integer"}}, kind="action", required=["step"])
-    ...     observation_schema = model_schema(
-    ...         "CounterObservation", {"count": {"type": "integer", "default": 0}}, kind="observation")
-    ...     state_schema = model_schema("State", {}, kind="state")
-    ...     def reset(self, *, seed=None, episode_id=None):
-    ...         self.count, self.id = 0, episode_id
-    ...         return FieldsObservation({"count": 0})
-    ...     def step(self, action):
-    ...         self.count += action["step"]
-    ...         return FieldsObservation({"count": self.count}, reward=1.0, done=self.count >= 10)
-    ...     def state(self):
-    ...         return {"episode_id": self.id, "step_count": self.count}
-    >>> app = create_app(Counter)          # doctest: +SKIP
-
-Actions are validated against ``action_schema`` the way pydantic validates an
-OpenEnv ``Action`` (``extra="forbid"``, an optional ``metadata`` object, lax
-coercion of numeric strings), and a bad one gets a ``VALIDATION_ERROR`` whose
-``errors`` name the field.
-"""
+"""The ``/ws`` session of a :class:`~openenv_gym.fields.FieldsEnv`: OpenEnv's named
+fields in and out, exactly as ``openenv``'s own server frames them."""
 
 from __future__ import annotations
 
-import abc
-import inspect
-import math
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import Any
 
-from .. import spaces
-from ..wire import ErrorCode, WireError, jsonable, observation_message, state_message, validation_error
+from ..errors import ErrorCode, ProtocolError
+from ..fields import FieldsObservation
+from ..protocol import (
+    ClientMessage,
+    Observation,
+    Render,
+    Reset,
+    ServerMessage,
+    State,
+    StateReply,
+    Step,
+    jsonable,
+    validation_error,
+)
 from .session import Session, describe_error
 
-__all__ = [
-    "FieldsEnv", "FieldsObservation", "FieldsSession", "model_schema", "validate_action",
-    "BASE_STATE_DESCRIPTION",
-]
-
-_BASE_FIELDS: dict[str, dict[str, dict]] = {
-    "action": {
-        "metadata": {
-            "additionalProperties": True,
-            "description": "Additional metadata for the action",
-            "type": "object",
-        },
-    },
-    "observation": {
-        "done": {"default": False, "description": "Whether the episode has terminated", "type": "boolean"},
-        "reward": {
-            "anyOf": [{"type": "boolean"}, {"type": "integer"}, {"type": "number"}, {"type": "null"}],
-            "default": None,
-            "description": "Reward signal from the last action",
-        },
-        "metadata": {
-            "additionalProperties": True,
-            "description": "Additional metadata for the observation",
-            "type": "object",
-        },
-    },
-    "state": {
-        "episode_id": {
-            "anyOf": [{"type": "string"}, {"type": "null"}],
-            "default": None,
-            "description": "Unique identifier for the current episode",
-        },
-        "step_count": {
-            "default": 0,
-            "description": "Number of steps taken in the current episode",
-            "minimum": 0,
-            "type": "integer",
-        },
-    },
-}
-
-
-#: The ``/schema`` ``state`` of an env without a state class of its own (OpenEnv's ``State``).
-BASE_STATE_DESCRIPTION = (
-    "Base class for environment state.\n\nRepresents internal environment state, separate from "
-    "observations."
-)
-
-
-def model_schema(
-    title: str,
-    fields: Mapping[str, dict],
-    *,
-    kind: Literal["action", "observation", "state"],
-    required: Iterable[str] = (),
-    description: str | None = None,
-    defs: Mapping[str, dict] | None = None,
-) -> dict:
-    """The JSON Schema pydantic writes for an OpenEnv model, without pydantic.
-
-    ``kind`` adds the fields OpenEnv's base class declares (``metadata`` for an
-    action; ``done``, ``reward``, ``metadata`` for an observation;
-    ``episode_id``, ``step_count`` for a state), ahead of ``fields`` as
-    pydantic orders them; a field of ``fields`` with the same name replaces the
-    base one. Each property gets pydantic's title (``legal_moves`` ->
-    ``"Legal Moves"``) unless it has one. Actions and observations forbid
-    extra keys, states allow them, as OpenEnv's models do.
-
-        >>> model_schema("ChessAction", {"move": {"type": "string"}}, kind="action",
-        ...              required=["move"])["properties"]["move"]
-        {'title': 'Move', 'type': 'string'}
-    """
-    properties = {**_BASE_FIELDS[kind], **fields}
-    schema: dict[str, Any] = {}
-    if defs:
-        schema["$defs"] = dict(defs)
-    schema["additionalProperties"] = kind == "state"
-    if description is not None:
-        schema["description"] = description
-    schema["properties"] = {
-        name: dict(prop) if _has_ref(prop) else {"title": name.replace("_", " ").title(), **prop}
-        for name, prop in properties.items()
-    }
-    if required := list(required):
-        schema["required"] = required
-    schema["title"] = title
-    schema["type"] = "object"
-    return schema
-
-
-def _has_ref(prop: Mapping[str, Any]) -> bool:
-    """Pydantic leaves the title off a field that is a ``$ref`` or an ``anyOf`` holding one."""
-    return "$ref" in prop or any("$ref" in option for option in prop.get("anyOf", ()))
-
-
-@dataclass
-class FieldsObservation:
-    """What a :class:`FieldsEnv` answers to ``reset`` and ``step``.
-
-    ``fields`` are the observation's own fields (without ``done``, ``reward``
-    and ``metadata``); ``reward`` goes out as a JSON float (``None`` stays
-    ``null``), never a boolean.
-    """
-
-    fields: dict[str, Any]
-    reward: float | None = 0.0
-    done: bool = False
-    metadata: dict[str, Any] = field(default_factory=dict)
-
-
-class FieldsEnv(abc.ABC):
-    """An environment speaking OpenEnv's named fields (subclass it; see the module).
-
-    Class attributes: ``name`` (the OpenEnv env name, e.g. ``"chess_env"``)
-    and the JSON Schemas ``action_schema``, ``observation_schema`` and
-    ``state_schema`` (build them with :func:`model_schema`);
-    ``reset_observation_schema`` defaults to ``observation_schema``.
-    ``reset`` takes ``seed`` and ``episode_id`` and any keyword options it
-    declares (a reset carrying an undeclared key is a ``VALIDATION_ERROR``).
-    """
-
-    name: ClassVar[str]
-    description: ClassVar[str] = ""
-    action_schema: ClassVar[dict]
-    observation_schema: ClassVar[dict]
-    state_schema: ClassVar[dict]
-    reset_observation_schema: ClassVar[dict | None] = None
-    #: ``False`` for envs that answer ``step`` before any ``reset`` (OpenEnv's MCP envs).
-    reset_before_step: ClassVar[bool] = True
-
-    @abc.abstractmethod
-    def reset(self, *, seed: int | None = None, episode_id: str | None = None) -> FieldsObservation:
-        """Start an episode."""
-
-    @abc.abstractmethod
-    def step(self, action: dict[str, Any]) -> FieldsObservation:
-        """Apply an action (already validated against ``action_schema``)."""
-
-    @abc.abstractmethod
-    def state(self) -> dict[str, Any]:
-        """The episode state (``episode_id``, ``step_count``, env fields)."""
-
-    def close(self) -> None:
-        """Release what the env holds."""
-
-    @classmethod
-    def schema_document(cls) -> dict:
-        """The ``/schema`` response, as ``openenv`` 0.10's ``create_app`` publishes it."""
-        return {
-            "action": cls.action_schema,
-            "observation": cls.observation_schema,
-            "reset_observation": cls.reset_observation_schema or cls.observation_schema,
-            "state": cls.state_schema,
-        }
-
-    @classmethod
-    def parse_action(cls, data: Any) -> dict[str, Any]:
-        """The validated action ``step`` gets; by default ``data`` checked against ``action_schema``."""
-        return validate_action(cls.action_schema, data)
-
-    @classmethod
-    def inferred_spaces(cls) -> tuple[Any, Any]:
-        """The ``(observation_space, action_space)`` a client infers from the schemas."""
-        observation = spaces.infer_fields(cls.observation_schema, exclude=("done", "reward", "metadata"))
-        action = spaces.infer_fields(cls.action_schema, exclude=("metadata",))
-        return observation.space, action.space
-
-    @classmethod
-    def reset_options(cls) -> frozenset[str]:
-        """Keyword options ``reset`` accepts besides ``seed`` and ``episode_id``."""
-        parameters = inspect.signature(cls.reset).parameters
-        return frozenset(parameters) - {"self", "seed", "episode_id"}
-
-
-# -- action validation, as pydantic validates an OpenEnv Action ---------------
-
-
-def validate_action(schema: Mapping[str, Any], data: Any) -> dict[str, Any]:
-    """``data`` checked against an action object schema and coerced like pydantic's lax mode.
-
-    Raises :class:`~openenv_gym.wire.WireError` (``VALIDATION_ERROR``) naming
-    every bad field: unknown keys (``extra_forbidden``), missing required ones,
-    values of the wrong type. Integers accept integral floats and integer
-    strings, numbers accept numeric strings; string enums accept their values.
-
-        >>> validate_action({"properties": {"column": {"type": "integer"}}, "required": ["column"]},
-        ...                 {"column": "3"})
-        {'column': 3}
-    """
-    if not isinstance(data, dict):
-        raise validation_error([], "Input should be a valid dictionary", data, "dict_type")
-    properties = schema.get("properties", {})
-    defs = schema.get("$defs", {})
-    errors: list[dict] = []
-    out: dict[str, Any] = {}
-    for key, value in data.items():
-        if key not in properties:
-            errors.append(_error([key], "Extra inputs are not permitted", value, "extra_forbidden"))
-            continue
-        try:
-            out[key] = _coerce(properties[key], value, defs)
-        except _Invalid as exc:
-            errors.append(_error([key], exc.msg, value, exc.kind))
-    for key in schema.get("required", ()):
-        if key not in data:
-            errors.append(_error([key], "Field required", data, "missing"))
-    if errors:
-        raise WireError(ErrorCode.VALIDATION_ERROR, "Invalid message", errors=errors)
-    return out
-
-
-class _Invalid(Exception):
-    def __init__(self, msg: str, kind: str) -> None:
-        self.msg, self.kind = msg, kind
-
-
-def _error(loc: list, msg: str, value: Any, kind: str) -> dict:
-    return {"type": kind, "loc": loc, "msg": msg, "input": jsonable(value)}
-
-
-def _coerce(schema: Mapping[str, Any], value: Any, defs: Mapping[str, Any]) -> Any:
-    ref = schema.get("$ref")
-    if isinstance(ref, str) and ref.startswith("#/$defs/"):
-        schema = defs.get(ref[len("#/$defs/"):], {})
-    if "const" in schema:
-        if value != schema["const"] or type(value) is not type(schema["const"]):
-            raise _Invalid(f"Input should be {schema['const']!r}", "literal_error")
-        return value
-    if "enum" in schema:
-        if value not in schema["enum"]:
-            options = " or ".join(repr(v) for v in schema["enum"])
-            raise _Invalid(f"Input should be {options}", "enum")
-        return value
-    if "anyOf" in schema:
-        for option in schema["anyOf"]:
-            try:
-                return _coerce(option, value, defs)
-            except _Invalid:
-                continue
-        raise _Invalid("Input matches none of the allowed types", "union_tag_invalid")
-    kind = schema.get("type")
-    if kind == "string":
-        if not isinstance(value, str):
-            raise _Invalid("Input should be a valid string", "string_type")
-        return value
-    if kind == "boolean":
-        if not isinstance(value, bool):
-            raise _Invalid("Input should be a valid boolean", "bool_type")
-        return value
-    if kind == "integer":
-        return _integer(value)
-    if kind == "number":
-        return _number(value)
-    if kind == "null":
-        if value is not None:
-            raise _Invalid("Input should be None", "none_required")
-        return None
-    if kind == "array":
-        if not isinstance(value, list):
-            raise _Invalid("Input should be a valid list", "list_type")
-        items = schema.get("items", {})
-        return [_coerce(items, item, defs) for item in value]
-    if kind == "object":
-        if not isinstance(value, dict):
-            raise _Invalid("Input should be a valid dictionary", "dict_type")
-        return value
-    return value
-
-
-def _integer(value: Any) -> int:
-    if isinstance(value, bool):
-        raise _Invalid("Input should be a valid integer", "int_type")
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
-        return int(value)
-    if isinstance(value, str):
-        try:
-            return int(value.strip())
-        except ValueError:
-            pass
-    raise _Invalid("Input should be a valid integer", "int_parsing")
-
-
-def _number(value: Any) -> float:
-    if isinstance(value, bool):
-        raise _Invalid("Input should be a valid number", "float_type")
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value.strip())
-        except ValueError:
-            pass
-    raise _Invalid("Input should be a valid number", "float_parsing")
-
-
-# -- the session ----------------------------------------------------------------
+__all__ = ["FieldsSession"]
 
 
 class FieldsSession(Session):
-    """A ``/ws`` session of a :class:`FieldsEnv`: OpenEnv field dicts in and out.
+    """A ``/ws`` session of a :class:`~openenv_gym.fields.FieldsEnv`.
 
     The env keeps its own episode bookkeeping (``state()``), as OpenEnv
     environments do; this session only validates, calls and frames.
@@ -353,41 +33,38 @@ class FieldsSession(Session):
 
     def __init__(self, source: Any, **kwargs: Any) -> None:
         super().__init__(source, **kwargs)
-        self.build = source.factory
         self._options = source.fields.reset_options()
 
     def state(self) -> dict:
-        env = self._env()
-        return jsonable(env.state())
+        return jsonable(self._env().state())
 
-    async def handle(self, message: Any) -> dict:
-        if message.type == "state":
-            self.touch()
+    async def handle(self, message: ClientMessage) -> ServerMessage:
+        if isinstance(message, State):
             try:
-                return state_message(await self.call(self.state))
-            except WireError:
+                return StateReply(await self.call(self.state))
+            except ProtocolError:
                 raise
             except Exception as exc:  # noqa: BLE001 - env errors go back to the client
-                raise WireError(ErrorCode.EXECUTION_ERROR, describe_error(exc)) from exc
-        if message.type == "render":
-            raise WireError(ErrorCode.UNKNOWN_TYPE, "Unknown message type: render")
+                raise ProtocolError(ErrorCode.EXECUTION_ERROR, describe_error(exc)) from exc
+        if isinstance(message, Render):
+            raise ProtocolError(ErrorCode.UNKNOWN_TYPE, "Unknown message type: render")
         return await super().handle(message)
 
-    async def _reset(self, data: dict) -> dict:
-        seed, episode_id, options = self.reset_arguments(data)
-        for key in options or {}:
+    async def _reset(self, reset: Reset) -> ServerMessage:
+        options = reset.options or {}
+        for key in options:
             if key not in self._options:
                 accepted = ", ".join(sorted({"seed", "episode_id", *self._options}))
                 raise validation_error(
                     [key], f"Unknown reset option; {self.source.name} accepts {accepted}",
                     options[key], "extra_forbidden",
                 )
-        result = await self.run(self._env().reset, seed=seed, episode_id=episode_id, **(options or {}))
-        self.begin_episode(seed, episode_id)
+        result = await self.run(self._env().reset, seed=reset.seed, episode_id=reset.episode_id, **options)
+        self.begin_episode(reset)
         return _frame(result)
 
-    async def _step(self, data: dict) -> dict:
-        action = self.source.fields.parse_action(data)
+    async def _step(self, step: Step) -> ServerMessage:
+        action = self.source.fields.parse_action(step.fields)
         if self.source.fields.reset_before_step:
             self.require_episode()
         result = await self.run(self._env().step, action)
@@ -395,31 +72,12 @@ class FieldsSession(Session):
         return _frame(result)
 
 
-def _frame(result: FieldsObservation) -> dict:
+def _frame(result: FieldsObservation) -> Observation:
     """The observation frame OpenEnv 0.10 sends for ``result``."""
     metadata = jsonable(result.metadata)
-    return observation_message(
+    return Observation(
         {**jsonable(result.fields), "metadata": metadata},
-        reward=None if result.reward is None else float(result.reward),
-        done=bool(result.done),
-        metadata=metadata,
+        None if result.reward is None else float(result.reward),
+        bool(result.done),
+        metadata,
     )
-
-
-def fields_source(factory: Any, probe: FieldsEnv, name: str) -> Any:
-    """The :class:`~openenv_gym.server.source.EnvSource` of a :class:`FieldsEnv`."""
-    from .source import EnvSource
-
-    try:
-        observation_space, action_space = probe.inferred_spaces()
-        return EnvSource(
-            factory=factory,
-            name=name,
-            env_id=probe.name,
-            observation_space=observation_space,
-            action_space=action_space,
-            description=probe.description or (inspect.getdoc(type(probe)) or "").split("\n\n")[0],
-            fields=type(probe),
-        )
-    finally:
-        probe.close()

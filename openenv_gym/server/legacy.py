@@ -1,6 +1,6 @@
 """Legacy Gym environments (the ``gym`` package's 0.21 and 0.26 APIs) as Gymnasium envs.
 
-:func:`resolve` in :mod:`~openenv_gym.server.source` hands every object that is
+:func:`~openenv_gym.server.resolve.resolve` hands every object that is
 not a ``gymnasium.Env`` to :func:`legacy_api`; when it looks like a legacy Gym
 env, :func:`to_gymnasium` converts it through Farama Shimmy's compatibility
 wrappers (``GymV21CompatibilityV0``, ``GymV26CompatibilityV0``), so serving an
@@ -33,6 +33,8 @@ from typing import Any, Literal
 
 import gymnasium as gym
 
+from .._extras import missing_extra
+
 __all__ = ["LegacyApi", "GYM_ID_PREFIX", "legacy_api", "to_gymnasium", "make_gym_id"]
 
 #: ``"v21"``: ``reset() -> obs``, ``step -> (obs, reward, done, info)``, ``seed()``;
@@ -49,10 +51,7 @@ def _shimmy() -> Any:
     try:
         import shimmy.openai_gym_compatibility as compatibility
     except ImportError as exc:
-        raise ImportError(
-            f"serving a legacy Gym environment needs Shimmy: {_INSTALL_HINT} "
-            f"(and the old 'gym' package for gym ids and gym 0.26 envs)"
-        ) from exc
+        raise missing_extra(exc, "serving a legacy Gym environment", "legacy") from exc
     return compatibility
 
 

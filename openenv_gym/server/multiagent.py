@@ -25,7 +25,6 @@ One session is one game with all its agents, served two ways:
 
 from __future__ import annotations
 
-import inspect
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -35,38 +34,27 @@ import gymnasium as gym
 import numpy as np
 
 from .. import spaces
-from ..wire import (
-    ClientMessage,
-    ErrorCode,
-    WireError,
-    jsonable,
-    observation_message,
-    type_hints,
-    validation_error,
-)
-from .session import Session
+from ..protocol import ClientMessage, Reset, ServerMessage, Step, jsonable
+from ..protocol import agents as wire
+from .routes import Opening, Route
+from .session import EnvHost, Session
 
 __all__ = [
     "API",
-    "AGENTS_PATH",
-    "PROTOCOL_VERSION",
     "Turn",
     "Opponent",
     "random_opponent",
     "MultiAgentSource",
     "SeatEnv",
     "AgentsSession",
+    "AgentsRoute",
     "is_pettingzoo",
     "action_mask",
-    "serve_agents",
+    "SEAT_FIELD_SCHEMAS",
 ]
 
 #: The two PettingZoo APIs.
 API = Literal["aec", "parallel"]
-#: The WebSocket route of the multi-agent protocol.
-AGENTS_PATH = "/agents"
-#: Version of the multi-agent protocol (``x-openenv-gym.multiagent.version``).
-PROTOCOL_VERSION = 1
 #: Opponent moves one seat-view step may take before the server gives up.
 MAX_OPPONENT_TURNS = 100_000
 
@@ -193,8 +181,8 @@ class MultiAgentSource:
     def describe(self) -> dict:
         """The ``multiagent`` entry of ``/schema``'s ``x-openenv-gym`` object."""
         return {
-            "version": PROTOCOL_VERSION,
-            "path": AGENTS_PATH,
+            "version": wire.AGENTS_VERSION,
+            "path": wire.AGENTS_PATH,
             "api": self.native_api,
             "apis": list(self.apis),
             "possible_agents": list(self.possible_agents),
@@ -218,11 +206,6 @@ class MultiAgentSource:
             if self.observation_spaces[a] == observation_space
             and self.action_spaces[a] == action_space
         ]
-
-
-def description_of(probe: Any) -> str:
-    doc = inspect.getdoc(type(getattr(probe, "unwrapped", probe))) or ""
-    return doc.split("\n\n")[0].strip()
 
 
 class SeatEnv(gym.Env):
@@ -341,63 +324,44 @@ class AgentsSession(Session):
         if self.api not in self.multiagent.apis:
             raise ValueError(
                 f"this game is served through the APIs {list(self.multiagent.apis)}, not "
-                f"{self.api!r}: connect to {AGENTS_PATH}?api={self.multiagent.apis[0]}"
+                f"{self.api!r}: connect to {wire.AGENTS_PATH}?api={self.multiagent.apis[0]}"
             )
         return self.multiagent.make(self.api)
 
-    async def handle(self, message: ClientMessage) -> dict:
-        if message.type == "reset":
-            self.touch()
-            return await self._reset_game(message.data)
-        if message.type == "step":
-            self.touch()
-            return await self._step_game(message.data)
+    async def handle(self, message: ClientMessage) -> ServerMessage:
+        if isinstance(message, Reset):
+            return await self._reset_game(message)
+        if isinstance(message, Step):
+            return await self._step_game(message)
         return await super().handle(message)
 
-    async def _reset_game(self, data: dict) -> dict:
-        seed, episode_id, options = self.reset_arguments(data)
+    async def _reset_game(self, reset: Reset) -> ServerMessage:
         env = self._env()
-        result = await self.run(env.reset, seed=seed, options=options)
-        self.begin_episode(seed, episode_id)
+        result = await self.run(env.reset, seed=reset.seed, options=reset.options)
+        self.begin_episode(reset)
         if self.api == "parallel":
             observations, infos = result
             return self._reply(env, {"observations": observations, "infos": infos})
         return self._reply(env, self._aec_snapshot(env))
 
-    async def _step_game(self, data: dict) -> dict:
-        self.check_keys(data, {"action"} if self.api == "aec" else {"actions"})
+    async def _step_game(self, step: Step) -> ServerMessage:
         env = self._env()
+        spaces_ = self.multiagent.action_spaces
         if self.api == "aec":
+            self.require_episode()  # before its first reset, an AEC game has no agent to act
             agent = env.agent_selection
-            action = None if data["action"] is None else self._action(agent, data["action"], ["action"])
-            await self.run(env.step, action)
+            actions = wire.read_game_step(self.codec, spaces_, step, self.api, agent)
+            await self.run(env.step, actions[agent])
             self.step_count += 1
             return self._reply(env, self._aec_snapshot(env))
-        encoded = data["actions"]
-        if not isinstance(encoded, dict):
-            raise validation_error(["actions"], "Input should be an object of agent: action", encoded)
-        actions = {
-            agent: self._action(agent, value, ["actions", agent]) for agent, value in encoded.items()
-        }
+        actions = wire.read_game_step(self.codec, spaces_, step, self.api, None)
+        self.require_episode()
         observations, rewards, terminations, truncations, infos = await self.run(env.step, actions)
         self.step_count += 1
         return self._reply(env, {
             "observations": observations, "rewards": rewards, "terminations": terminations,
             "truncations": truncations, "infos": infos,
         })
-
-    def _action(self, agent: str, value: Any, loc: list) -> Any:
-        space = self.multiagent.action_spaces.get(agent)
-        if space is None:
-            raise validation_error(loc, f"Unknown agent {agent!r}", value)
-        try:
-            action = spaces.decode(space, value)
-        except spaces.SpaceValueError as exc:
-            raise validation_error(loc, str(exc), value) from exc
-        if not space.contains(action):
-            raise validation_error(loc, f"Action is not in the action space {space} of {agent!r}", value)
-        self.require_episode()
-        return action
 
     @staticmethod
     def _aec_snapshot(env: Any) -> dict:
@@ -412,39 +376,15 @@ class AgentsSession(Session):
             "infos": dict(env.infos),
         }
 
-    def _reply(self, env: Any, game: dict) -> dict:
-        observation_spaces = self.multiagent.observation_spaces
-        raw = game["observations"]
-        try:
-            encoded = {
-                a: spaces.encode(observation_spaces[a], obs, arrays=self.arrays)
-                for a, obs in raw.items()
-            }
-        except (KeyError, spaces.SpaceValueError, TypeError, ValueError) as exc:
-            raise WireError(
-                ErrorCode.EXECUTION_ERROR,
-                f"The environment returned an observation that does not fit its agent's "
-                f"observation space: {exc}",
-            ) from exc
-        fields: dict = {"agents": list(env.agents), **game, "observations": encoded}
-        for key in ("terminations", "truncations"):
-            if key in fields:
-                fields[key] = {a: bool(v) for a, v in fields[key].items()}
-        if not self.arrays:
-            hinted = {k: v for k, v in game.items() if k not in ("agent_selection", "terminations", "truncations")}
-            types = type_hints(hinted)
-            for key in hinted:
-                fields[key] = encoded if key == "observations" else jsonable(fields[key])
-            if types is not None:
-                fields["types"] = types
-        return observation_message(fields, reward=None, done=not env.agents)
+    def _reply(self, env: Any, game: dict) -> ServerMessage:
+        return wire.game_observation(self.codec, self.multiagent.observation_spaces, list(env.agents), game)
 
 
-async def serve_agents(server: Any, websocket: Any) -> None:
-    """The ``/agents`` route: a game session through ``?api=aec`` (default) or ``?api=parallel``."""
-    api = websocket.query_params.get("api", "aec")
+class AgentsRoute(Route):
+    """``/agents?api=aec|parallel``: a whole PettingZoo game per connection."""
 
-    def make_session(source: Any, **kwargs: Any) -> AgentsSession:
-        return AgentsSession(source, api, **kwargs)
+    path = wire.AGENTS_PATH
 
-    await server.websocket(websocket, make_session)
+    def session(self, opening: Opening) -> EnvHost:
+        api = opening.query.get("api", "aec")
+        return AgentsSession(self.source, api, codec=opening.codec, caller=opening.caller)  # type: ignore[arg-type]

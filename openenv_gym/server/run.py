@@ -19,20 +19,15 @@ from typing import Any
 
 import uvicorn
 
-from ..errors import OpenEnvGymError
-from ..wire import Limits
+from ..errors import ListenError
+from ..protocol import Limits
 from .app import create_app
 from .logs import quiet_uvicorn
 from .source import EnvLike
 
-__all__ = ["serve", "local_server", "uvicorn_config", "GracefulServer", "listening_socket", "ListenError"]
+__all__ = ["serve", "local_server", "uvicorn_config", "GracefulServer", "listening_socket"]
 
 logger = logging.getLogger("openenv_gym.server")
-
-
-class ListenError(OpenEnvGymError, OSError):
-    """The server could not listen on its address (a port in use, an address
-    this machine does not have, a port that needs privileges)."""
 
 
 def listening_socket(host: str, port: int) -> socket.socket:

@@ -13,14 +13,12 @@ from __future__ import annotations
 from typing import Any
 
 from .. import __version__, spaces
-from ..vector_wire import VECTOR_PATH, VECTOR_VERSION
-from ..wire import SUBPROTOCOLS, jsonable
+from ..protocol import EXTENSION_KEY, SUBPROTOCOLS, jsonable
+from ..protocol.vector import VECTOR_PATH, VECTOR_VERSION
 from .source import EnvSource
 
-__all__ = ["schema_document", "metadata_document", "openapi_document", "EXTENSION_KEY"]
+__all__ = ["gym_schema_document", "metadata_document", "openapi_document"]
 
-#: Top-level ``/schema`` key describing the openenv-gym extensions a server offers.
-EXTENSION_KEY = "x-openenv-gym"
 _DRAFT = "https://json-schema.org/draft/2020-12/schema"
 
 
@@ -54,10 +52,14 @@ def _observation_schema(source: EnvSource, title: str) -> dict:
     }
 
 
-def schema_document(source: EnvSource) -> dict:
-    """The ``/schema`` response: ``action``, ``observation``, ``reset_observation``, ``state``."""
-    if source.fields is not None:  # an env with OpenEnv's own schemas publishes them as they are
-        return source.fields.schema_document()
+def gym_schema_document(source: EnvSource) -> dict:
+    """The ``/schema`` response of a Gymnasium env (or a PettingZoo game's seat
+    view): ``action``, ``observation``, ``reset_observation``, ``state``, and the
+    extensions the server offers under :data:`~openenv_gym.protocol.EXTENSION_KEY`.
+
+    (An env with OpenEnv's own schemas, a :class:`~openenv_gym.fields.FieldsEnv`,
+    publishes those instead.)
+    """
     observation = _observation_schema(source, "GymObservation")
     return {
         "action": {

@@ -1,10 +1,11 @@
-"""One WebSocket session: one environment and its episode bookkeeping.
+"""One session: one environment (or vector env), and the replies to its messages.
 
-A :class:`Session` answers validated client messages (``reset``, ``step``,
-``state``, ``render``, ``mcp``) with reply messages. It knows nothing about
-sockets; the app feeds it. Protocol problems are raised as
-:class:`~openenv_gym.wire.WireError` with the OpenEnv error code the reply
-must carry.
+A session answers typed client messages (:mod:`openenv_gym.protocol`) with
+typed replies. It knows nothing about sockets; the server's hosting loop
+feeds it. Protocol problems are raised as
+:class:`~openenv_gym.errors.ProtocolError` with the OpenEnv error code the
+reply must carry, and values go out the way the session's negotiated
+:class:`~openenv_gym.protocol.Codec` sends them.
 
 Environment calls run through an :class:`EnvCaller`, which keeps a slow env
 from stalling the server's event loop (and so every other session) while
@@ -21,26 +22,24 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
 
-import gymnasium as gym
-import numpy as np
-
-from .. import spaces
-from ..wire import (
+from ..errors import EnvCallTimeout, ErrorCode, ProtocolError
+from ..protocol import (
     ClientMessage,
-    ErrorCode,
-    WireError,
-    apply_type_hints,
-    validation_error,
-    jsonable,
-    observation_message,
-    number_hint,
-    state_message,
-    type_hints,
+    Codec,
+    McpReply,
+    McpRequest,
+    Render,
+    Reset,
+    ServerMessage,
+    State,
+    StateReply,
+    Step,
 )
+from ..protocol import gym as gym_data
 from .mcp import handle_jsonrpc
 from .source import EnvSource
 
-__all__ = ["EnvHost", "Session", "EnvCaller", "EnvCallTimeout", "Execution", "describe_error"]
+__all__ = ["EnvHost", "Session", "EnvCaller", "Execution", "describe_error"]
 
 #: How environment calls are run: ``"thread"`` always on the session's own
 #: worker thread; ``"inline"`` always on the event loop (fastest, but a slow
@@ -179,10 +178,6 @@ class EnvCaller:
             self._executor = None
 
 
-class EnvCallTimeout(TimeoutError):
-    """An env call ran past the :class:`EnvCaller`'s timeout."""
-
-
 class _Timed:
     __slots__ = ("fn", "args", "kwargs", "elapsed")
 
@@ -196,15 +191,10 @@ class _Timed:
         return result
 
 
-_STEP_KEYS = frozenset({"action", "metadata"})
-#: openenv-gym clients may send type hints for the action (JSON sessions).
-_EXTENDED_STEP_KEYS = _STEP_KEYS | {"types"}
-
-
 class EnvHost:
     """What every kind of session shares: one environment (or vector env),
-    built by ``build`` and called through an :class:`EnvCaller`, and the time
-    of its last message (for the server's idle reaper)."""
+    built by ``build`` and called through an :class:`EnvCaller`, the codec of
+    its connection, and the time of its last message (for the idle reaper)."""
 
     #: Environments this session holds, counted against the server's ``max_sessions``.
     slots = 1
@@ -214,10 +204,11 @@ class EnvHost:
     #: What ``build`` makes, for the FACTORY_ERROR message.
     builds = "instance"
 
-    def __init__(self, source: EnvSource, build: Callable[[], Any], caller: EnvCaller | None) -> None:
+    def __init__(self, source: EnvSource, build: Callable[[], Any], codec: Codec, caller: EnvCaller | None) -> None:
         self.id = str(uuid.uuid4())
         self.source = source
         self.build = build
+        self.codec = codec
         self.call = caller or EnvCaller()
         self.env: Any = None
         self.last_activity = time.monotonic()
@@ -226,6 +217,11 @@ class EnvHost:
         self.stop_reason: str | None = None
         #: ``True`` while a message is being handled (a draining server lets it finish).
         self.busy = False
+
+    @property
+    def inline(self) -> bool:
+        """Whether its env calls run on the event loop (see :class:`EnvCaller`)."""
+        return self.call.inline
 
     def touch(self) -> None:
         """Note activity (idle sessions are closed by the server's reaper)."""
@@ -236,12 +232,30 @@ class EnvHost:
         try:
             self.env = await self.call(self.build)
         except Exception as exc:  # noqa: BLE001 - any factory failure is reported
-            raise WireError(
+            raise ProtocolError(
                 ErrorCode.FACTORY_ERROR,
                 f"Environment factory '{self.source.name}' failed to create {self.builds}: "
                 f"{describe_error(exc)}",
                 factory_name=self.source.name,
             ) from exc
+
+    def opened(self) -> ServerMessage | None:
+        """The message that tells the client the session is open, for routes that send one."""
+        return None
+
+    async def respond(self, message: ClientMessage) -> tuple[ServerMessage, float]:
+        """The reply to one message (never ``close``), and the seconds its env
+        calls took (not counting any wait for the session's thread)."""
+        self.busy = True
+        self.touch()
+        self.call.seconds = 0.0
+        try:
+            return await self.handle(message), self.call.seconds
+        finally:
+            self.busy = False
+
+    async def handle(self, message: ClientMessage) -> ServerMessage:
+        raise NotImplementedError
 
     async def run(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Call the env; what it raises goes back to the client as EXECUTION_ERROR.
@@ -255,13 +269,13 @@ class EnvHost:
         except EnvCallTimeout as exc:
             self.env, self._reset_done = None, False
             await self.start()
-            raise WireError(
+            raise ProtocolError(
                 ErrorCode.EXECUTION_ERROR,
                 f"The environment hung: {exc}. This session now has a fresh environment; "
                 f"call reset to start a new episode",
             ) from exc
         except Exception as exc:  # noqa: BLE001 - env errors go back to the client
-            raise WireError(ErrorCode.EXECUTION_ERROR, describe_error(exc)) from exc
+            raise ProtocolError(ErrorCode.EXECUTION_ERROR, describe_error(exc)) from exc
 
     async def close(self) -> None:
         env, self.env = self.env, None
@@ -272,48 +286,38 @@ class EnvHost:
                 pass
         self.call.shutdown()
 
+    def _env(self) -> Any:
+        if self.env is None:
+            raise ProtocolError(ErrorCode.SESSION_ERROR, "The session's environment is closed")
+        return self.env
+
 
 class Session(EnvHost):
-    """An environment serving one client, with its episode state.
+    """A Gymnasium environment serving one ``/ws`` client, with its episode state.
 
-    ``arrays`` selects the value encoding of the session's codec (``True``
-    for msgpack: numpy arrays stay arrays). ``extended`` is ``True`` when the
-    peer is an openenv-gym client: observations then carry ``types``, the
-    :func:`~openenv_gym.wire.type_hints` that restore the exact Python and
-    numpy types of the reward and (on JSON) of ``obs`` and ``info``; its
-    steps may carry ``types`` for the action.
+    The action and observation objects are :mod:`openenv_gym.protocol.gym`'s;
+    the codec decides how their values travel.
     """
 
-    def __init__(
-        self,
-        source: EnvSource,
-        *,
-        arrays: bool,
-        extended: bool = False,
-        caller: EnvCaller | None = None,
-    ) -> None:
-        super().__init__(source, source.make, caller)
-        self.arrays = arrays
-        self.extended = extended
+    def __init__(self, source: EnvSource, *, codec: Codec, caller: EnvCaller | None = None) -> None:
+        super().__init__(source, source.make, codec, caller)
         self.episode_id: str | None = None
         self.step_count = 0
         self.seed: int | None = None
 
-    async def handle(self, message: ClientMessage) -> dict:
+    async def handle(self, message: ClientMessage) -> ServerMessage:
         """The reply to one validated message (never called for ``close``)."""
-        self.touch()
-        kind = message.type
-        if kind == "step":
-            return await self._step(message.data)
-        if kind == "reset":
-            return await self._reset(message.data)
-        if kind == "state":
-            return state_message(self.state())
-        if kind == "render":
+        if isinstance(message, Step):
+            return await self._step(message)
+        if isinstance(message, Reset):
+            return await self._reset(message)
+        if isinstance(message, State):
+            return StateReply(self.state())
+        if isinstance(message, Render):
             return await self._render()
-        if kind == "mcp":
-            return {"type": "mcp", "data": handle_jsonrpc(message.data)}
-        raise WireError(ErrorCode.UNKNOWN_TYPE, f"Unknown message type: {kind}")
+        if isinstance(message, McpRequest):
+            return McpReply(handle_jsonrpc(message.request))
+        raise ProtocolError(ErrorCode.UNKNOWN_TYPE, f"Unknown message type: {message.type}")
 
     def state(self) -> dict:
         return {
@@ -325,134 +329,44 @@ class Session(EnvHost):
 
     # -- reset / step -------------------------------------------------------
 
-    def reset_arguments(self, data: dict) -> tuple[int | None, str | None, dict | None]:
-        """``seed``, ``episode_id`` and Gymnasium ``options`` (every other key) of reset data."""
-        seed = data.get("seed")
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))):
-            raise validation_error(["seed"], "Input should be a valid integer or null", seed, "int_type")
-        if seed is not None and seed < 0:
-            raise validation_error(
-                ["seed"], "Input should be greater than or equal to 0", seed, "greater_than_equal"
-            )
-        episode_id = data.get("episode_id")
-        if episode_id is not None and (not isinstance(episode_id, str) or len(episode_id) > 255):
-            raise validation_error(
-                ["episode_id"], "Input should be a string of at most 255 characters", episode_id
-            )
-        options = {k: v for k, v in data.items() if k not in ("seed", "episode_id")} or None
-        return (None if seed is None else int(seed)), episode_id, options
-
-    def begin_episode(self, seed: int | None, episode_id: str | None) -> None:
+    def begin_episode(self, reset: Reset) -> None:
         """Start the episode bookkeeping after a successful reset."""
-        self.episode_id = episode_id or str(uuid.uuid4())
+        self.episode_id = reset.episode_id or str(uuid.uuid4())
         self.step_count = 0
-        self.seed = seed
+        self.seed = reset.seed
         self._reset_done = True
 
     def require_episode(self) -> None:
         if not self._reset_done:
-            raise WireError(
+            raise ProtocolError(
                 ErrorCode.EXECUTION_ERROR, "Call reset before step: this session has no episode yet"
             )
 
-    def check_keys(self, data: dict, required: set[str]) -> None:
-        """Step data must hold ``required`` and nothing but them, ``metadata`` and (from
-        openenv-gym peers) ``types``."""
-        allowed = required | (_EXTENDED_STEP_KEYS if self.extended else _STEP_KEYS) - {"action"}
-        for key in data:
-            if key not in allowed:
-                raise validation_error([key], "Extra inputs are not permitted", data[key], "extra_forbidden")
-        for key in sorted(required):
-            if key not in data:
-                raise validation_error([key], "Field required", data, "missing")
-
-    async def _reset(self, data: dict) -> dict:
-        seed, episode_id, options = self.reset_arguments(data)
-        obs, info = await self.run(self._env().reset, seed=seed, options=options)
-        self.begin_episode(seed, episode_id)
+    async def _reset(self, reset: Reset) -> ServerMessage:
+        obs, info = await self.run(self._env().reset, seed=reset.seed, options=reset.options)
+        self.begin_episode(reset)
         return self._observation(obs, None, False, False, info)
 
-    async def _step(self, data: dict) -> dict:
-        self.check_keys(data, {"action"})
-        space = self.source.action_space
-        try:
-            action = spaces.decode(space, apply_type_hints(data["action"], data.get("types")))
-        except spaces.SpaceValueError as exc:
-            raise validation_error(["action"], str(exc), data["action"]) from exc
-        if not spaces.contains(space, action):
-            raise validation_error(
-                ["action"], f"Action {_short(data['action'])} is not in the action space {space}",
-                data["action"],
-            )
+    async def _step(self, step: Step) -> ServerMessage:
+        action = gym_data.read_action(self.codec, self.source.action_space, step)
         self.require_episode()
         obs, reward, terminated, truncated, info = await self.run(self._env().step, action)
         self.step_count += 1
         return self._observation(obs, reward, terminated, truncated, info)
 
-    def _observation(
-        self, obs: Any, reward: Any, terminated: Any, truncated: Any, info: Any
-    ) -> dict:
-        try:
-            encoded = spaces.encode(self.source.observation_space, obs, arrays=self.arrays)
-        except (spaces.SpaceValueError, TypeError, ValueError) as exc:
-            raise WireError(
-                ErrorCode.EXECUTION_ERROR,
-                f"The environment returned an observation that does not fit its observation "
-                f"space {self.source.observation_space}: {exc}",
-            ) from exc
-        terminated, truncated = bool(terminated), bool(truncated)
-        info = info if isinstance(info, dict) else {"info": info}
-        fields = {
-            "obs": encoded,
-            "terminated": terminated,
-            "truncated": truncated,
-            "info": info if self.arrays else jsonable(info),
-        }
-        if self.source.extra_values is not None:
-            fields.update(self.source.extra_values(self._env()))
-        if self.extended:
-            types = {}
-            if not self.arrays:
-                if (hint := type_hints(obs)) is not None:
-                    types["obs"] = hint
-                if (hint := type_hints(info)) is not None:
-                    types["info"] = hint
-            if (hint := number_hint(reward)) is not None:
-                types["reward"] = hint
-            if types:
-                fields["types"] = types
-        return observation_message(
-            fields,
-            reward=None if reward is None else float(reward),
-            done=terminated or truncated,
+    def _observation(self, obs: Any, reward: Any, terminated: Any, truncated: Any, info: Any) -> ServerMessage:
+        extra = self.source.extra_values(self._env()) if self.source.extra_values is not None else None
+        return gym_data.observation(
+            self.codec, self.source.observation_space, obs,
+            reward=reward, terminated=terminated, truncated=truncated, info=info, extra=extra,
         )
 
-    async def _render(self) -> dict:
-        env = self._env()
-        frame = await self.run(env.render)
-        data: dict = {"render_mode": self.source.render_mode, "frame": None}
-        if isinstance(frame, np.ndarray):
-            data["dtype"] = frame.dtype.str
-            data["frame"] = frame if self.arrays else frame.tolist()
-        elif isinstance(frame, list) and frame and isinstance(frame[0], np.ndarray):
-            data["dtype"] = frame[0].dtype.str
-            data["frame"] = frame if self.arrays else [f.tolist() for f in frame]
-        else:
-            data["frame"] = jsonable(frame)
-        return {"type": "render", "data": data}
-
-    def _env(self) -> gym.Env:
-        if self.env is None:
-            raise WireError(ErrorCode.SESSION_ERROR, "The session's environment is closed")
-        return self.env
+    async def _render(self) -> ServerMessage:
+        frame = await self.run(self._env().render)
+        return gym_data.render_reply(self.codec, self.source.render_mode, frame)
 
 
 def describe_error(exc: BaseException) -> str:
     """``"Type: message"`` of an exception, for error frames."""
     text = str(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-def _short(value: Any, limit: int = 120) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[:limit] + "..."

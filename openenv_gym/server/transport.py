@@ -14,7 +14,8 @@ from collections.abc import Awaitable, Callable
 from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket
 
-from ..wire import SUBPROTOCOLS, Codec, ErrorCode, WireError
+from ..errors import ErrorCode, ProtocolError
+from ..protocol import SUBPROTOCOLS, Codec
 
 __all__ = ["Channel", "SessionEndpoint", "next_frame"]
 
@@ -61,7 +62,7 @@ async def next_frame(websocket: Channel, codec: Codec) -> str | bytes | None:
             return frame
         if event.get(other_key) is not None:
             wanted = "binary msgpack" if codec.binary else "text JSON"
-            raise WireError(
+            raise ProtocolError(
                 ErrorCode.SESSION_ERROR,
                 f"This session speaks {codec.name}: send {wanted} frames "
                 f"(negotiate the subprotocol {SUBPROTOCOLS[0]!r} for msgpack)",

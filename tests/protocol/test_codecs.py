@@ -1,4 +1,4 @@
-"""The sans-I/O wire layer: codecs, limits, message validation, type hints."""
+"""The sans-I/O protocol layer: codecs, limits, message validation, type hints."""
 
 from __future__ import annotations
 
@@ -11,32 +11,32 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from openenv_gym import wire
-from openenv_gym.wire import ErrorCode, Limits, WireError
+from openenv_gym import protocol
+from openenv_gym.errors import CLOSING_ERRORS, ErrorCode, ProtocolError
+from openenv_gym.protocol import WS_MESSAGES, Close, ErrorReply, Limits, Observation, Reset, Step, codecs, parse_message
 
 
 def ndarray_ext(dtype: str, shape: tuple, data: bytes) -> msgpack.ExtType:
     code = dtype.encode()
     header = struct.pack("<BB", len(code), len(shape)) + code
     header += b"".join(struct.pack("<Q", d) for d in shape)
-    return msgpack.ExtType(wire.EXT_NDARRAY, header + data)
+    return msgpack.ExtType(codecs.EXT_NDARRAY, header + data)
 
 
 # -- codecs ------------------------------------------------------------------
 
 
 def test_json_frames_are_compact_stock_openenv():
-    codec = wire.codec_for(None)
-    frame = codec.encode(wire.observation_message({"count": 3}, reward=3.0, done=False))
+    codec = protocol.codec_for(None)
+    frame = codec.encode(Observation({"count": 3}, 3.0, False).to_wire())
     assert frame == '{"type":"observation","data":{"observation":{"count":3},"reward":3.0,"done":false}}'
     assert codec.decode(frame)["data"]["observation"] == {"count": 3}
 
 
 def test_observation_metadata_goes_inside_and_on_top_like_openenv_0_10():
-    message = wire.observation_message({"x": 1, "metadata": {"a": 1}}, reward=None, done=True,
-                                       metadata={"a": 1})
+    message = Observation({"x": 1, "metadata": {"a": 1}}, None, True, {"a": 1}).to_wire()
     assert message["data"]["metadata"] == {"a": 1}
-    assert "metadata" not in wire.observation_message({}, reward=None, done=False)["data"]
+    assert "metadata" not in Observation({}, None, False).to_wire()["data"]
 
 
 @pytest.mark.parametrize(
@@ -51,7 +51,7 @@ def test_observation_metadata_goes_inside_and_on_top_like_openenv_0_10():
     ],
 )
 def test_msgpack_arrays_round_trip_exactly(value):
-    codec = wire.MsgpackCodec()
+    codec = codecs.MsgpackCodec()
     decoded = codec.decode(codec.encode({"v": value}))["v"]
     assert isinstance(decoded, np.ndarray)
     assert decoded.shape == value.shape
@@ -60,13 +60,13 @@ def test_msgpack_arrays_round_trip_exactly(value):
 
 
 def test_msgpack_decodes_arrays_without_copying_the_payload():
-    codec = wire.MsgpackCodec()
+    codec = codecs.MsgpackCodec()
     decoded = codec.decode(codec.encode({"v": np.ones((64, 64), np.float32)}))["v"]
     assert not decoded.flags.owndata  # a view over the received bytes
 
 
 def test_msgpack_keeps_numpy_scalars_and_tuples():
-    codec = wire.MsgpackCodec()
+    codec = codecs.MsgpackCodec()
     value = {"a": np.int64(3), "b": np.float32(0.5), "c": (1, (2, "x")), "d": [1, 2], "e": np.bool_(True)}
     decoded = codec.decode(codec.encode(value))
     assert type(decoded["a"]) is np.int64 and decoded["a"] == 3
@@ -78,7 +78,7 @@ def test_msgpack_keeps_numpy_scalars_and_tuples():
 
 def test_msgpack_refuses_object_dtype_on_encode():
     with pytest.raises(TypeError, match="dtype"):
-        wire.MsgpackCodec().encode({"v": np.array([object()], dtype=object)})
+        codecs.MsgpackCodec().encode({"v": np.array([object()], dtype=object)})
 
 
 @pytest.mark.parametrize(
@@ -89,43 +89,43 @@ def test_msgpack_refuses_object_dtype_on_encode():
         (ndarray_ext("<f4", (3,), b"\0" * 8), "declares shape"),
         # 10 GB declared, 8 bytes carried: refused before any allocation.
         (ndarray_ext("<u1", (10 * 1024**3,), b"\0" * 8), "declares shape"),
-        (msgpack.ExtType(wire.EXT_NDARRAY, b"\x03"), "Truncated"),
+        (msgpack.ExtType(codecs.EXT_NDARRAY, b"\x03"), "Truncated"),
         (msgpack.ExtType(99, b""), "Unknown msgpack extension"),
     ],
 )
 def test_msgpack_refuses_bad_arrays_with_a_reason(ext, reason):
     frame = msgpack.packb({"type": "step", "data": {"action": ext}})
-    with pytest.raises(WireError, match=reason) as info:
-        wire.MsgpackCodec().decode(frame)
+    with pytest.raises(ProtocolError, match=reason) as info:
+        codecs.MsgpackCodec().decode(frame)
     assert info.value.code is ErrorCode.INVALID_JSON
 
 
 def test_a_known_array_header_still_checks_the_data_size():
-    codec = wire.MsgpackCodec()
+    codec = codecs.MsgpackCodec()
     array = np.arange(6, dtype=np.float32).reshape(2, 3)
     for _ in range(2):  # the second decode takes the cached header
         np.testing.assert_array_equal(codec.decode(codec.encode({"v": array}))["v"], array)
     short = msgpack.packb({"v": ndarray_ext("<f4", (2, 3), b"\0" * 20)})
-    with pytest.raises(WireError, match="declares shape"):
+    with pytest.raises(ProtocolError, match="declares shape"):
         codec.decode(short)
 
 
 def test_array_header_caches_stay_bounded():
-    codec = wire.MsgpackCodec()
+    codec = codecs.MsgpackCodec()
     for n in range(600):
         codec.decode(codec.encode({"v": np.zeros(n, np.uint8)}))
-    assert len(codec._known_headers) <= wire._HEADER_CACHE_SIZE
-    assert len(wire._HEADERS) <= wire._HEADER_CACHE_SIZE
+    assert len(codec._known_headers) <= codecs._HEADER_CACHE_SIZE
+    assert len(codecs._HEADERS) <= codecs._HEADER_CACHE_SIZE
 
 
 def test_array_size_limit_is_checked():
-    codec = wire.MsgpackCodec(Limits(max_array_bytes=100))
+    codec = codecs.MsgpackCodec(Limits(max_array_bytes=100))
     frame = msgpack.packb({"v": ndarray_ext("<u1", (200,), b"\0" * 200)})
-    with pytest.raises(WireError, match="exceeds the limit"):
+    with pytest.raises(ProtocolError, match="exceeds the limit"):
         codec.decode(frame)
 
 
-@pytest.mark.parametrize("codec", [wire.JsonCodec(Limits(max_depth=8)), wire.MsgpackCodec(Limits(max_depth=8))])
+@pytest.mark.parametrize("codec", [codecs.JsonCodec(Limits(max_depth=8)), codecs.MsgpackCodec(Limits(max_depth=8))])
 def test_nesting_depth_is_limited(codec):
     deep: list = []
     node = deep
@@ -133,43 +133,43 @@ def test_nesting_depth_is_limited(codec):
         node.append([])
         node = node[0]
     frame = codec.encode({"type": "step", "data": {"action": deep}})
-    with pytest.raises(WireError, match="nesting"):
+    with pytest.raises(ProtocolError, match="nesting"):
         codec.decode(frame)
 
 
 def test_very_deep_json_is_an_error_not_a_crash():
-    with pytest.raises(WireError) as info:
-        wire.JsonCodec().decode("[" * 200_000 + "]" * 200_000)
+    with pytest.raises(ProtocolError) as info:
+        codecs.JsonCodec().decode("[" * 200_000 + "]" * 200_000)
     assert info.value.code is ErrorCode.INVALID_JSON
 
 
 def test_container_length_and_frame_size_are_limited():
-    codec = wire.JsonCodec(Limits(max_container_len=10, max_frame_bytes=1000))
-    with pytest.raises(WireError, match="items exceeds"):
+    codec = codecs.JsonCodec(Limits(max_container_len=10, max_frame_bytes=1000))
+    with pytest.raises(ProtocolError, match="items exceeds"):
         codec.decode(json.dumps(list(range(11))))
-    with pytest.raises(WireError, match="exceeds the limit of 1000 bytes"):
+    with pytest.raises(ProtocolError, match="exceeds the limit of 1000 bytes"):
         codec.decode(" " * 1001)
 
 
 def test_wrong_frame_kind_for_the_codec():
-    with pytest.raises(WireError, match="binary msgpack"):
-        wire.MsgpackCodec().decode('{"type":"state"}')
-    with pytest.raises(WireError, match="Invalid JSON"):
-        wire.JsonCodec().decode(b"\xff\xfe")
+    with pytest.raises(ProtocolError, match="binary msgpack"):
+        codecs.MsgpackCodec().decode('{"type":"state"}')
+    with pytest.raises(ProtocolError, match="Invalid JSON"):
+        codecs.JsonCodec().decode(b"\xff\xfe")
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=512))
 def test_random_bytes_never_escape_as_other_exceptions(data):
-    for codec in (wire.MsgpackCodec(), wire.JsonCodec()):
+    for codec in (codecs.MsgpackCodec(), codecs.JsonCodec()):
         try:
             message = codec.decode(data)
-        except WireError as exc:
+        except ProtocolError as exc:
             assert exc.code is ErrorCode.INVALID_JSON
             continue
         try:
-            wire.parse_client_message(message)
-        except WireError as exc:
+            parse_message(message, WS_MESSAGES)
+        except ProtocolError as exc:
             assert exc.code in (ErrorCode.UNKNOWN_TYPE, ErrorCode.VALIDATION_ERROR)
 
 
@@ -190,29 +190,29 @@ def test_random_bytes_never_escape_as_other_exceptions(data):
     ],
 )
 def test_client_messages_are_validated_like_openenv(message, code, loc):
-    with pytest.raises(WireError) as info:
-        wire.parse_client_message(message)
+    with pytest.raises(ProtocolError) as info:
+        parse_message(message, WS_MESSAGES)
     assert info.value.code is code
     if loc is not None:
         assert info.value.extra["errors"][0]["loc"] == loc
-    frame = info.value.to_message()
+    frame = ErrorReply.of(info.value).to_wire()
     assert frame["type"] == "error" and frame["data"]["code"] == code.value
 
 
 def test_unknown_type_message_matches_the_reference_server():
-    with pytest.raises(WireError) as info:
-        wire.parse_client_message({"data": {}})
+    with pytest.raises(ProtocolError) as info:
+        parse_message({"data": {}}, WS_MESSAGES)
     assert info.value.message == "Unknown message type: "
 
 
 def test_valid_client_messages():
-    assert wire.parse_client_message({"type": "reset"}) == wire.ClientMessage("reset", {})
-    assert wire.parse_client_message({"type": "step", "data": {"action": 1}}).data == {"action": 1}
-    assert wire.parse_client_message({"type": "close"}).data is None
+    assert parse_message({"type": "reset"}, WS_MESSAGES) == Reset()
+    assert parse_message({"type": "step", "data": {"action": 1}}, WS_MESSAGES) == Step({"action": 1})
+    assert parse_message({"type": "close"}, WS_MESSAGES) == Close()
 
 
 def test_only_three_errors_close_the_connection():
-    assert wire.CLOSING_ERRORS == {
+    assert CLOSING_ERRORS == {
         ErrorCode.CAPACITY_REACHED, ErrorCode.FACTORY_ERROR, ErrorCode.SESSION_ERROR
     }
 
@@ -227,31 +227,31 @@ def test_type_hints_restore_numpy_types_over_json():
         "nested": {"t": (np.float32(0.25), 2), "plain": [1, 2]},
         "count": np.int64(4),
     }
-    hints = wire.type_hints(info)
-    plain = json.loads(wire.JsonCodec().encode(wire.jsonable(info)))
-    restored = wire.apply_type_hints(plain, json.loads(json.dumps(hints)))
+    hints = protocol.type_hints(info)
+    plain = json.loads(codecs.JsonCodec().encode(protocol.jsonable(info)))
+    restored = protocol.apply_type_hints(plain, json.loads(json.dumps(hints)))
     assert restored["prob"] == 1.0 and type(restored["prob"]) is float
     assert restored["action_mask"].dtype == np.int8
     assert restored["nested"]["t"] == (np.float32(0.25), 2)
     assert type(restored["nested"]["t"][0]) is np.float32
     assert restored["nested"]["plain"] == [1, 2]
     assert type(restored["count"]) is np.int64
-    assert wire.type_hints({"a": 1, "b": [1.0, "x"]}) is None
+    assert protocol.type_hints({"a": 1, "b": [1.0, "x"]}) is None
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.recursive(st.none() | st.integers() | st.text(), lambda c: st.lists(c) | st.dictionaries(st.text(), c)),
        st.recursive(st.none() | st.integers() | st.text(), lambda c: st.lists(c) | st.dictionaries(st.text(), c)))
 def test_hostile_type_hints_never_break_decoding(value, hints):
-    wire.apply_type_hints(value, hints)
+    protocol.apply_type_hints(value, hints)
 
 
 def test_lone_surrogates_echoed_in_errors_still_make_valid_utf8_frames():
-    codec = wire.JsonCodec()
+    codec = codecs.JsonCodec()
     message = codec.decode('{"type": "\\ud800x"}')
-    with pytest.raises(WireError) as info:
-        wire.parse_client_message(message)
-    frame = codec.encode(info.value.to_message())
+    with pytest.raises(ProtocolError) as info:
+        parse_message(message, WS_MESSAGES)
+    frame = codec.encode(ErrorReply.of(info.value).to_wire())
     frame.encode("utf-8")  # what the transport does
     assert json.loads(frame)["data"]["code"] == "UNKNOWN_TYPE"
     assert codec.encode({"text": "héllo"}) == '{"text":"héllo"}'  # plain Unicode stays as is
@@ -261,9 +261,9 @@ def test_lone_surrogates_echoed_in_errors_still_make_valid_utf8_frames():
 def test_deeply_nested_tuples_are_refused_before_they_exhaust_the_stack(depth):
     inner = msgpack.packb([0, 1])
     for _ in range(depth):
-        inner = msgpack.packb([msgpack.ExtType(wire.EXT_TUPLE, inner)])
-    frame = msgpack.packb({"type": "step", "data": {"action": msgpack.ExtType(wire.EXT_TUPLE, inner)}})
-    codec = wire.MsgpackCodec()
-    with pytest.raises(WireError, match="nesting exceeds"):
+        inner = msgpack.packb([msgpack.ExtType(codecs.EXT_TUPLE, inner)])
+    frame = msgpack.packb({"type": "step", "data": {"action": msgpack.ExtType(codecs.EXT_TUPLE, inner)}})
+    codec = codecs.MsgpackCodec()
+    with pytest.raises(ProtocolError, match="nesting exceeds"):
         codec.decode(frame)
     assert codec.decode(codec.encode({"t": (1, (2, (3,)))}))["t"] == (1, (2, (3,)))  # still usable

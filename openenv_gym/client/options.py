@@ -1,0 +1,140 @@
+"""How a client connects: one options object for every client.
+
+:class:`ConnectOptions` holds the encoding, authentication, timeouts, message
+size, keepalive pings, compression, busy polling and reconnect policy of a
+connection. Every client (:class:`~openenv_gym.RemoteEnv`,
+:class:`~openenv_gym.RemoteVectorEnv`, :class:`~openenv_gym.RemoteAECEnv`,
+:class:`~openenv_gym.RemoteParallelEnv`, and the sessions under them) takes it
+the same way: as ``options=``, or as keyword arguments of the same names,
+which override those of ``options``::
+
+    >>> options = ConnectOptions(token="s3cret", message_timeout=5)
+    >>> env = openenv_gym.RemoteEnv(url, options=options)             # doctest: +SKIP
+    >>> env = openenv_gym.RemoteEnv(url, token="s3cret", busy_poll=0)  # doctest: +SKIP
+    >>> ConnectOptions.merge(options, busy_poll=0).busy_poll
+    0
+    >>> ConnectOptions.merge(None, tokn="x")
+    Traceback (most recent call last):
+    ...
+    TypeError: unknown connection option 'tokn'; the options are: encoding, token, headers, connect_timeout, message_timeout, max_message_bytes, ping_interval, ping_timeout, compression, busy_poll, reconnect
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypedDict
+
+from ..protocol import JSON_SUBPROTOCOL, MSGPACK_SUBPROTOCOL, Limits
+from .retry import Reconnect
+
+__all__ = ["ConnectOptions", "ConnectKwargs", "Encoding"]
+
+#: ``"auto"`` uses msgpack when the server offers it and JSON otherwise.
+Encoding = Literal["auto", "json", "msgpack"]
+
+#: The subprotocols each encoding offers, in order of preference.
+OFFERS: Mapping[str, tuple[str, ...]] = {
+    "auto": (MSGPACK_SUBPROTOCOL, JSON_SUBPROTOCOL),
+    "msgpack": (MSGPACK_SUBPROTOCOL,),
+    "json": (JSON_SUBPROTOCOL,),
+}
+
+
+@dataclass(frozen=True)
+class ConnectOptions:
+    """How a client connects to an OpenEnv server.
+
+    Args:
+        encoding: ``"auto"`` (msgpack when the server offers it, else JSON),
+            ``"json"`` or ``"msgpack"`` (fails against servers without it).
+        token: sent as ``Authorization: Bearer <token>`` (servers started
+            with ``--token``).
+        headers: extra HTTP headers for ``/schema``, ``/health`` and the
+            WebSocket handshake.
+        connect_timeout: seconds for the TCP + WebSocket handshake and ``/schema``.
+        message_timeout: seconds to wait for each reply.
+        max_message_bytes: the largest message accepted from the server.
+        ping_interval, ping_timeout: keepalive pings while the connection sits
+            idle (``None`` turns them off, for tunnels that drop pings).
+        compression: ``"deflate"`` to offer permessage-deflate (JSON over slow
+            links); off by default, which is what msgpack frames want.
+        busy_poll: seconds to poll the socket for each reply before sleeping
+            until it comes. ``None``: 1 ms for a loopback server in another
+            process, where waking a sleeping reader costs more than a fast
+            step; never for other hosts or a server in this process. 0 never
+            polls (the waiting thread uses no CPU). Blocking connections only.
+        reconnect: recover lost connections (``True`` for the default
+            :class:`~openenv_gym.client.retry.Reconnect` policy); each client
+            says what that means for its episodes. Off by default: errors are
+            raised.
+    """
+
+    encoding: Encoding = "auto"
+    token: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    connect_timeout: float | None = 10.0
+    message_timeout: float | None = 60.0
+    max_message_bytes: int = 100 * 1024 * 1024
+    ping_interval: float | None = 20.0
+    ping_timeout: float | None = 20.0
+    compression: Literal["deflate"] | None = None
+    busy_poll: float | None = None
+    reconnect: Reconnect | None = None
+
+    def __post_init__(self) -> None:
+        if self.encoding not in OFFERS:
+            raise ValueError(f"encoding must be 'auto', 'json' or 'msgpack', not {self.encoding!r}")
+        if self.compression not in (None, "deflate"):
+            raise ValueError(f"compression must be None or 'deflate', not {self.compression!r}")
+        if self.busy_poll is not None and self.busy_poll < 0:
+            raise ValueError(f"busy_poll must be a number of seconds >= 0, not {self.busy_poll!r}")
+        reconnect: Any = self.reconnect
+        if reconnect is True:
+            object.__setattr__(self, "reconnect", Reconnect())
+        elif reconnect is False:
+            object.__setattr__(self, "reconnect", None)
+
+    @classmethod
+    def merge(cls, options: ConnectOptions | None, **overrides: Any) -> ConnectOptions:
+        """``options`` (or the defaults) with ``overrides`` applied, by name."""
+        names = [f.name for f in dataclasses.fields(cls)]
+        for name in overrides:
+            if name not in names:
+                raise TypeError(f"unknown connection option {name!r}; the options are: {', '.join(names)}")
+        return dataclasses.replace(options or cls(), **overrides)
+
+    @property
+    def request_headers(self) -> dict[str, str]:
+        """The HTTP headers of every request: ``headers``, and the token's ``Authorization``."""
+        headers = dict(self.headers or {})
+        if self.token is not None:
+            headers["Authorization"] = f"Bearer {self.token}"
+        return headers
+
+    @property
+    def limits(self) -> Limits:
+        """The limits on what the server sends."""
+        return Limits(max_frame_bytes=self.max_message_bytes, max_array_bytes=self.max_message_bytes)
+
+    @property
+    def subprotocols(self) -> tuple[str, ...]:
+        """The subprotocols the handshake offers."""
+        return OFFERS[self.encoding]
+
+
+class ConnectKwargs(TypedDict, total=False):
+    """:class:`ConnectOptions` as keyword arguments (for ``**kwargs: Unpack[ConnectKwargs]``)."""
+
+    encoding: Encoding
+    token: str | None
+    headers: Mapping[str, str]
+    connect_timeout: float | None
+    message_timeout: float | None
+    max_message_bytes: int
+    ping_interval: float | None
+    ping_timeout: float | None
+    compression: Literal["deflate"] | None
+    busy_poll: float | None
+    reconnect: Reconnect | bool | None

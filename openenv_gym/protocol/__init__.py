@@ -1,0 +1,111 @@
+"""The OpenEnv protocol and openenv-gym's extensions, sans I/O.
+
+Servers and clients both speak through this package; nothing else builds or
+reads a message. It knows no sockets and no threads: bytes (or text) in,
+typed messages out, and back.
+
+===================  ==========================================================
+module               what it owns
+===================  ==========================================================
+:mod:`.frames`       :class:`Limits`, size and shape checks, subprotocols, the
+                     process token of the handshake
+:mod:`.codecs`       JSON and msgpack frames, and how values travel on each
+                     (:class:`Codec`)
+:mod:`.hints`        type hints that carry numpy types and tuples over JSON
+:mod:`.messages`     the envelope validator and ``/ws``'s typed messages, both ways
+:mod:`.gym`          the action and observation objects of Gymnasium servers
+:mod:`.vector`       ``/vector``: batched vector sessions
+:mod:`.agents`       ``/agents``: whole PettingZoo games
+:mod:`.mcp`          JSON-RPC 2.0 requests and responses of ``/mcp``
+:mod:`.http`         the bodies of the HTTP routes, under the same limits
+===================  ==========================================================
+
+A server reads a frame, validates it and answers::
+
+    >>> codec = codec_for(None)                     # no subprotocol: stock JSON
+    >>> message = parse_message(codec.decode('{"type": "state"}'), WS_MESSAGES)
+    >>> message
+    State()
+    >>> codec.encode(StateReply({"episode_id": None, "step_count": 0}).to_wire())
+    '{"type":"state","data":{"episode_id":null,"step_count":0}}'
+
+Errors are :class:`~openenv_gym.errors.ProtocolError` carrying an OpenEnv
+error code; :class:`ErrorReply` is the frame that answers one.
+"""
+
+from __future__ import annotations
+
+from .codecs import Codec, JsonCodec, MsgpackCodec, codec_for, loads_json
+from .frames import (
+    JSON_SUBPROTOCOL,
+    MSGPACK_SUBPROTOCOL,
+    PROCESS_HEADER,
+    PROCESS_TOKEN,
+    SUBPROTOCOLS,
+    Frame,
+    Limits,
+    check_shape,
+    is_loopback,
+)
+from .hints import apply_type_hints, jsonable, number_hint, type_hints
+from .messages import (
+    EXTENSION_KEY,
+    WS_MESSAGES,
+    WS_REPLIES,
+    ClientMessage,
+    Close,
+    ErrorReply,
+    McpReply,
+    McpRequest,
+    Observation,
+    Render,
+    RenderReply,
+    Reset,
+    ServerMessage,
+    State,
+    StateReply,
+    Step,
+    parse_message,
+    parse_reply,
+    validation_error,
+)
+
+__all__ = [
+    "Codec",
+    "JsonCodec",
+    "MsgpackCodec",
+    "codec_for",
+    "loads_json",
+    "Frame",
+    "Limits",
+    "check_shape",
+    "is_loopback",
+    "JSON_SUBPROTOCOL",
+    "MSGPACK_SUBPROTOCOL",
+    "SUBPROTOCOLS",
+    "PROCESS_HEADER",
+    "PROCESS_TOKEN",
+    "jsonable",
+    "type_hints",
+    "number_hint",
+    "apply_type_hints",
+    "EXTENSION_KEY",
+    "ClientMessage",
+    "ServerMessage",
+    "Reset",
+    "Step",
+    "State",
+    "Close",
+    "Render",
+    "McpRequest",
+    "Observation",
+    "StateReply",
+    "RenderReply",
+    "McpReply",
+    "ErrorReply",
+    "WS_MESSAGES",
+    "WS_REPLIES",
+    "parse_message",
+    "parse_reply",
+    "validation_error",
+]

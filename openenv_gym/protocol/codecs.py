@@ -1,0 +1,396 @@
+"""Codecs: messages to frames and back, and how values travel on each.
+
+A session negotiates one codec in its WebSocket handshake (:func:`codec_for`
+the subprotocol chosen), and the codec then decides everything about values:
+
+=====================  ===========  ===================================================
+codec                  frames       values
+=====================  ===========  ===================================================
+stock JSON             text JSON    JSON types only; no type hints (a stock peer)
+openenv-gym JSON       text JSON    JSON types, plus type hints to rebuild numpy types
+msgpack                binary       ndarrays as raw bytes, numpy scalars, tuples kept
+=====================  ===========  ===================================================
+
+Servers and clients never test which codec they hold: they ask it to
+:meth:`~Codec.pack_space` a value of a space, :meth:`~Codec.pack_data` a value
+without one (an ``info`` dict) and :meth:`~Codec.unpack_data` what the peer
+sent.
+
+    >>> import numpy as np
+    >>> from gymnasium.spaces import Box
+    >>> codec = codec_for(None)                      # no subprotocol: stock JSON
+    >>> frame = codec.encode({"type": "step", "data": {"action": 1}})
+    >>> frame
+    '{"type":"step","data":{"action":1}}'
+    >>> codec.decode(frame)["data"]
+    {'action': 1}
+    >>> codec.pack_space(Box(0, 1, (2,)), np.zeros(2, np.float32))
+    [0.0, 0.0]
+    >>> codec_for(MSGPACK_SUBPROTOCOL).pack_space(Box(0, 1, (2,)), np.zeros(2, np.float32))
+    array([0., 0.], dtype=float32)
+
+In msgpack frames, numpy arrays travel as an extension type holding the dtype,
+the shape and the raw bytes; they decode with :func:`numpy.frombuffer`, without
+a per-element copy, after the declared size was checked against the bytes that
+actually arrived. Only the dtypes in :data:`~openenv_gym.protocol.hints.ARRAY_DTYPES`
+are accepted (never ``object``). Decoding a frame never runs pickle, eval or
+exec: a frame is JSON or msgpack, and its extension types carry raw numbers
+only. (A server with the ``async`` vector backend hands decoded, validated
+values to Gymnasium's ``AsyncVectorEnv``, which pickles them to its own worker
+processes; no byte a peer sent is ever unpickled.)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+from typing import Any
+
+import gymnasium as gym
+import msgpack
+import numpy as np
+
+from .. import spaces
+from ..errors import ErrorCode, ProtocolError
+from .frames import (
+    JSON_SUBPROTOCOL,
+    MSGPACK_SUBPROTOCOL,
+    SUBPROTOCOLS,
+    Frame,
+    Limits,
+    check_shape,
+    check_size,
+    too_deep,
+)
+from .hints import ARRAY_DTYPES, apply_type_hints, jsonable, number_hint, type_hints
+
+__all__ = ["Codec", "JsonCodec", "MsgpackCodec", "codec_for", "loads_json"]
+
+
+class Codec:
+    """Turns messages into frames and frames into messages, and values into wire data.
+
+    ``binary`` tells the transport whether to send binary or text frames.
+    ``decode`` raises :class:`~openenv_gym.errors.ProtocolError` (INVALID_JSON)
+    on anything that is not a well-formed message within :class:`Limits`.
+    ``extended`` is ``True`` when the peer is an openenv-gym peer (it chose one
+    of :data:`~openenv_gym.protocol.frames.SUBPROTOCOLS`), which reads the
+    extension fields; ``hints`` when values travel as JSON plus type hints.
+    """
+
+    name: str
+    binary: bool
+    subprotocol: str | None
+    extended: bool
+    hints: bool
+
+    def __init__(self, limits: Limits | None = None) -> None:
+        self.limits = limits or Limits()
+
+    def encode(self, message: Any) -> Frame:
+        raise NotImplementedError
+
+    def decode(self, frame: Frame) -> Any:
+        raise NotImplementedError
+
+    # -- values -------------------------------------------------------------
+
+    def pack_space(self, space: gym.Space, value: Any, path: str = "value") -> Any:
+        """A value of ``space`` as wire data (raw arrays on binary codecs, JSON otherwise)."""
+        return spaces.encode(space, value, arrays=self.binary, path=path)
+
+    def unpack_space(self, space: gym.Space, data: Any, hints: Any = None, path: str = "value") -> Any:
+        """A value of ``space`` from wire data (and its type hints, if the peer sent any)."""
+        if hints is not None:
+            data = apply_type_hints(data, hints)
+        return spaces.decode(space, data, path=path)
+
+    def pack_data(self, value: Any) -> tuple[Any, Any]:
+        """A value without a space (an ``info`` dict) as ``(wire data, type hints)``;
+        the hints are ``None`` unless this codec sends them and the value needs them."""
+        return jsonable(value), None
+
+    def hint(self, value: Any) -> Any:
+        """Type hints for a value this codec sent as plain JSON (``None``: none needed or sent)."""
+        return None
+
+    def number_hint(self, number: Any) -> Any:
+        """The type hint of a number that travels as a JSON float (a reward) for an
+        openenv-gym peer, which gets the exact type back (``None`` for a stock one)."""
+        return number_hint(number) if self.extended else None
+
+    def pack_array(self, array: np.ndarray) -> Any:
+        """A numeric array whose dtype the peer knows (rewards, flags)."""
+        return array.tolist()
+
+    @staticmethod
+    def unpack_data(data: Any, hints: Any) -> Any:
+        """A value from wire data and its type hints (hints that do not fit are ignored)."""
+        return apply_type_hints(data, hints) if hints is not None else data
+
+
+def loads_json(text: str | bytes, limits: Limits) -> Any:
+    """Parse one JSON document within ``limits`` (size first, then nesting and lengths).
+
+    Used for WebSocket frames and HTTP bodies alike, so every route refuses
+    the same inputs the same way: an ``INVALID_JSON``
+    :class:`~openenv_gym.errors.ProtocolError`.
+    """
+    check_size(len(text), limits)
+    if isinstance(text, (bytes, bytearray, memoryview)):
+        try:
+            text = bytes(text).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ProtocolError(ErrorCode.INVALID_JSON, f"Invalid JSON: {exc}") from None
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise too_deep(limits) from None
+    except ValueError as exc:
+        raise ProtocolError(ErrorCode.INVALID_JSON, f"Invalid JSON: {exc}") from None
+    check_shape(value, limits, len(text))
+    return value
+
+
+class JsonCodec(Codec):
+    """OpenEnv's framing: one compact JSON object per text frame.
+
+    With ``subprotocol=None`` the peer is a stock OpenEnv peer: plain JSON
+    values, no hints. With :data:`~openenv_gym.protocol.frames.JSON_SUBPROTOCOL`
+    it is an openenv-gym peer: the same frames, plus type hints.
+    """
+
+    name = "json"
+    binary = False
+
+    _encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+    _ascii_encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True)
+
+    def __init__(self, limits: Limits | None = None, *, subprotocol: str | None = None) -> None:
+        super().__init__(limits)
+        self.subprotocol = subprotocol
+        self.extended = self.hints = subprotocol is not None
+
+    def encode(self, message: Any) -> str:
+        try:
+            text = self._encoder.encode(message)
+        except TypeError:
+            message = jsonable(message)
+            text = self._encoder.encode(message)
+        if not text.isascii():
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError:
+                # Lone surrogates (echoed from a hostile frame's "\ud800", say)
+                # cannot travel as UTF-8 text: escape them as JSON allows.
+                text = self._ascii_encoder.encode(message)
+        return text
+
+    def decode(self, frame: Frame) -> Any:
+        return loads_json(frame, self.limits)
+
+    def pack_data(self, value: Any) -> tuple[Any, Any]:
+        return jsonable(value), (type_hints(value) if self.hints else None)
+
+    def hint(self, value: Any) -> Any:
+        return type_hints(value) if self.hints else None
+
+
+#: msgpack extension type codes used by openenv-gym.
+EXT_NDARRAY = 1
+EXT_NUMPY_SCALAR = 2
+EXT_TUPLE = 3
+
+_HEADER = struct.Struct("<BB")  # dtype string length, ndim
+_DIM = struct.Struct("<Q")
+
+#: Packed ndarray headers by (dtype, shape): steps repeat the same few arrays.
+_HEADERS: dict[tuple, tuple[bytes, np.dtype]] = {}
+#: Headers kept at most, in :data:`_HEADERS` and in each codec's read cache.
+_HEADER_CACHE_SIZE = 256
+
+
+def _array_header(array: np.ndarray) -> tuple[bytes, np.dtype]:
+    """The ext payload's header for ``array`` and the dtype its data must have."""
+    key = (array.dtype, array.shape)
+    cached = _HEADERS.get(key)
+    if cached is not None:
+        return cached
+    dtype = array.dtype.newbyteorder("<") if array.dtype.byteorder == ">" else array.dtype
+    if dtype.str.lstrip("<>|=") not in ARRAY_DTYPES:
+        raise TypeError(f"arrays of dtype {array.dtype} cannot be sent; use a numeric or bool dtype")
+    code = dtype.str.encode("ascii")
+    header = b"".join([_HEADER.pack(len(code), array.ndim), code, *[_DIM.pack(d) for d in array.shape]])
+    if len(_HEADERS) >= _HEADER_CACHE_SIZE:
+        _HEADERS.clear()
+    _HEADERS[key] = header, dtype
+    return header, dtype
+
+
+def _pack_array(array: np.ndarray) -> bytes:
+    header, dtype = _array_header(array)
+    if array.dtype != dtype or not array.flags.c_contiguous:
+        array = np.array(array, dtype=dtype, order="C")
+    return b"".join((header, array.data if array.ndim else array.tobytes()))
+
+
+def _unpack_array(payload: bytes, limits: Limits, known: dict | None = None) -> np.ndarray:
+    """The ndarray of an ext payload (a read-only view of it).
+
+    ``known`` caches validated headers (header bytes → dtype, shape, data
+    size) so the arrays of every step skip re-parsing the same header.
+    """
+    if len(payload) < _HEADER.size:
+        raise ProtocolError(ErrorCode.INVALID_JSON, "Truncated ndarray header")
+    code_len, ndim = payload[0], payload[1]
+    end = _HEADER.size + code_len + ndim * _DIM.size
+    if known is not None and (layout := known.get(payload[:end])) is not None:
+        dtype, shape, declared = layout
+        if len(payload) - end == declared:
+            return np.frombuffer(payload, dtype=dtype, offset=end).reshape(shape)
+    if ndim > 32:
+        raise ProtocolError(ErrorCode.INVALID_JSON, f"ndarray with {ndim} dimensions (at most 32)")
+    if len(payload) < end:
+        raise ProtocolError(ErrorCode.INVALID_JSON, "Truncated ndarray header")
+    offset = _HEADER.size
+    code = payload[offset : offset + code_len].decode("ascii", "replace")
+    if code.lstrip("<>|=") not in ARRAY_DTYPES or code[:1] == ">":
+        raise ProtocolError(
+            ErrorCode.INVALID_JSON,
+            f"ndarray dtype {code!r} is not allowed (allowed: little-endian "
+            f"{', '.join(sorted(ARRAY_DTYPES))})",
+        )
+    dtype = np.dtype(code)
+    shape = tuple(
+        _DIM.unpack_from(payload, offset + code_len + i * _DIM.size)[0] for i in range(ndim)
+    )
+    declared = math.prod(shape) * dtype.itemsize
+    if declared != len(payload) - end:
+        raise ProtocolError(
+            ErrorCode.INVALID_JSON,
+            f"ndarray declares shape {shape} of {dtype} ({declared} bytes) "
+            f"but carries {len(payload) - end} bytes",
+        )
+    if declared > limits.max_array_bytes:
+        raise ProtocolError(
+            ErrorCode.INVALID_JSON,
+            f"ndarray of {declared} bytes exceeds the limit of {limits.max_array_bytes} bytes",
+        )
+    if known is not None:
+        if len(known) >= _HEADER_CACHE_SIZE:
+            known.clear()
+        known[payload[:end]] = dtype, shape, declared
+    return np.frombuffer(payload, dtype=dtype, offset=end).reshape(shape)
+
+
+def _pack_default(value: Any) -> Any:
+    """Pack what msgpack does not know natively (the packer runs with ``strict_types``)."""
+    if isinstance(value, np.ndarray):
+        return msgpack.ExtType(EXT_NDARRAY, _pack_array(value))
+    if isinstance(value, np.generic) and (isinstance(value, np.bool_) or value.dtype.kind in "iufc"):
+        return msgpack.ExtType(EXT_NUMPY_SCALAR, _pack_array(np.asarray(value)))
+    if isinstance(value, tuple):
+        packed = msgpack.packb(
+            list(value), default=_pack_default, use_bin_type=True, strict_types=True
+        )
+        return msgpack.ExtType(EXT_TUPLE, packed)
+    # Subclasses of native types (IntEnum, OrderedDict, str enums, ...) and the rest.
+    for native in (bool, int, float, str, bytes, dict, list):
+        if isinstance(value, native):
+            return native(value)
+    return jsonable(value)
+
+
+class MsgpackCodec(Codec):
+    """openenv-gym's binary framing: one msgpack map per binary frame.
+
+    Same messages as JSON; numpy arrays, numpy scalars and tuples are
+    extension types, so values keep their exact Python and numpy types and
+    need no hints.
+    """
+
+    name = "msgpack"
+    binary = True
+    subprotocol = MSGPACK_SUBPROTOCOL
+    extended = True
+    hints = False
+
+    def __init__(self, limits: Limits | None = None) -> None:
+        super().__init__(limits)
+        self._packer = msgpack.Packer(
+            default=_pack_default, use_bin_type=True, strict_types=True, autoreset=True
+        )
+        self._tuple_depth = 0
+        self._known_headers: dict[bytes, tuple] = {}
+
+    def encode(self, message: Any) -> bytes:
+        return self._packer.pack(message)
+
+    def decode(self, frame: Frame) -> Any:
+        check_size(len(frame), self.limits)
+        if isinstance(frame, str):
+            raise ProtocolError(
+                ErrorCode.INVALID_JSON,
+                "Text frame on a msgpack session: send binary msgpack frames",
+            )
+        message = self._unpack(frame)
+        check_shape(message, self.limits, len(frame))
+        return message
+
+    def pack_data(self, value: Any) -> tuple[Any, Any]:
+        return value, None
+
+    def pack_array(self, array: np.ndarray) -> Any:
+        return array
+
+    def _ext_hook(self, code: int, payload: bytes) -> Any:
+        if code == EXT_NDARRAY:
+            return _unpack_array(payload, self.limits, self._known_headers)
+        if code == EXT_NUMPY_SCALAR:
+            array = _unpack_array(payload, self.limits, self._known_headers)
+            if array.shape != ():
+                raise ProtocolError(ErrorCode.INVALID_JSON, "numpy scalar with a non-empty shape")
+            return array[()]
+        if code == EXT_TUPLE:
+            # Each level unpacks its payload from inside msgpack's C unpacker:
+            # bound the recursion here, before it can exhaust the C stack.
+            if self._tuple_depth >= self.limits.max_depth:
+                raise too_deep(self.limits)
+            self._tuple_depth += 1
+            try:
+                return tuple(self._unpack(payload))
+            finally:
+                self._tuple_depth -= 1
+        raise ProtocolError(ErrorCode.INVALID_JSON, f"Unknown msgpack extension type {code}")
+
+    def _unpack(self, data: bytes) -> Any:
+        limits = self.limits
+        try:
+            return msgpack.unpackb(
+                data,
+                raw=False,
+                strict_map_key=True,
+                ext_hook=self._ext_hook,
+                max_array_len=limits.max_container_len,
+                max_map_len=limits.max_container_len,
+                max_str_len=limits.max_frame_bytes,
+                max_bin_len=limits.max_frame_bytes,
+                max_ext_len=limits.max_frame_bytes,
+            )
+        except ProtocolError:
+            raise
+        except RecursionError:
+            raise too_deep(limits) from None
+        except (ValueError, TypeError, msgpack.UnpackException) as exc:
+            reason = str(exc) or type(exc).__name__
+            raise ProtocolError(ErrorCode.INVALID_JSON, f"Invalid msgpack: {reason}") from None
+
+
+def codec_for(subprotocol: str | None, limits: Limits | None = None) -> Codec:
+    """The codec for a negotiated subprotocol (``None`` means stock JSON)."""
+    if subprotocol == MSGPACK_SUBPROTOCOL:
+        return MsgpackCodec(limits)
+    if subprotocol == JSON_SUBPROTOCOL or subprotocol is None:
+        return JsonCodec(limits, subprotocol=subprotocol)
+    raise ValueError(f"unknown subprotocol {subprotocol!r}; expected one of {SUBPROTOCOLS}")

@@ -1,0 +1,132 @@
+"""Frames and their limits: what a WebSocket (or HTTP body) may carry before it is trusted.
+
+A frame is one WebSocket message: ``str`` for a text frame (JSON), ``bytes``
+for a binary one (msgpack). :class:`Limits` bounds every incoming frame, and
+:func:`check_shape` walks a decoded message, without recursion, against the
+nesting and length limits, so a hostile peer gets an ``INVALID_JSON``
+:class:`~openenv_gym.errors.ProtocolError` instead of a crash or a huge
+allocation.
+
+    >>> check_shape([[[]]], Limits(max_depth=2), frame_size=100)
+    Traceback (most recent call last):
+    ...
+    openenv_gym.errors.ProtocolError: Message nesting exceeds the limit of 2 levels
+
+This module also holds what the WebSocket handshake negotiates: the
+subprotocols of openenv-gym's extensions and the per-process token that tells
+a peer in this very process.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from typing import Any, Union
+
+from ..errors import ErrorCode, ProtocolError
+
+__all__ = [
+    "Frame",
+    "Limits",
+    "check_size",
+    "check_shape",
+    "MSGPACK_SUBPROTOCOL",
+    "JSON_SUBPROTOCOL",
+    "SUBPROTOCOLS",
+    "PROCESS_HEADER",
+    "PROCESS_TOKEN",
+    "is_loopback",
+]
+
+#: One WebSocket message: text (JSON) or binary (msgpack).
+Frame = Union[str, bytes]
+
+#: Subprotocol that selects msgpack binary frames (openenv-gym extension, version 1).
+MSGPACK_SUBPROTOCOL = "openenv-gym.msgpack.v1"
+#: Subprotocol an openenv-gym client offers for JSON: the frames are stock OpenEnv
+#: JSON; selecting it only tells the server that the peer understands the
+#: openenv-gym extension fields (exact info types, rendering).
+JSON_SUBPROTOCOL = "openenv-gym.json.v1"
+#: Every subprotocol the server understands, in order of preference.
+SUBPROTOCOLS = (MSGPACK_SUBPROTOCOL, JSON_SUBPROTOCOL)
+
+#: Handshake header (request and response) carrying :data:`PROCESS_TOKEN`.
+PROCESS_HEADER = "x-openenv-gym-process"
+#: A random token of this Python process. A client and a server that see the
+#: same one run in one process, under one GIL: neither busy-polls for the
+#: other there, since a spinning thread would only slow the one it waits for.
+PROCESS_TOKEN = secrets.token_hex(8)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds applied to every incoming frame, and every HTTP body, before it is trusted.
+
+    ``max_frame_bytes`` matches the OpenEnv reference server (uvicorn's 16 MiB).
+    ``max_array_bytes`` bounds one decoded array; ``max_depth`` the nesting of
+    lists and maps; ``max_container_len`` the length of any one list or map.
+    """
+
+    max_frame_bytes: int = 16 * 1024 * 1024
+    max_array_bytes: int = 16 * 1024 * 1024
+    max_depth: int = 64
+    max_container_len: int = 1_000_000
+
+
+def too_deep(limits: Limits) -> ProtocolError:
+    return ProtocolError(
+        ErrorCode.INVALID_JSON, f"Message nesting exceeds the limit of {limits.max_depth} levels"
+    )
+
+
+def check_size(size: int, limits: Limits) -> None:
+    """Refuse a frame (or body) of ``size`` bytes over ``limits.max_frame_bytes``."""
+    if size > limits.max_frame_bytes:
+        raise ProtocolError(
+            ErrorCode.INVALID_JSON,
+            f"Frame of {size} bytes exceeds the limit of {limits.max_frame_bytes} bytes",
+        )
+
+
+def check_shape(value: Any, limits: Limits, frame_size: int) -> None:
+    """Reject nesting deeper than ``limits.max_depth`` and containers longer than
+    ``limits.max_container_len`` (iteratively, no recursion).
+
+    Every nesting level and every item costs at least one byte of frame, so
+    frames no longer than both limits are skipped without a walk.
+    """
+    if frame_size <= min(limits.max_depth, limits.max_container_len):
+        return
+    stack = [(value, 1)]
+    max_depth = limits.max_depth
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            children = node.values()
+        elif isinstance(node, (list, tuple)):
+            children = node
+        else:
+            continue
+        if depth > max_depth:
+            raise too_deep(limits)
+        if len(children) > limits.max_container_len:
+            raise ProtocolError(
+                ErrorCode.INVALID_JSON,
+                f"A container of {len(children)} items exceeds the limit of "
+                f"{limits.max_container_len}",
+            )
+        for child in children:
+            if isinstance(child, (dict, list, tuple)):
+                stack.append((child, depth + 1))
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (a name or address, IPv4-mapped IPv6 included) is this machine.
+
+        >>> is_loopback("127.0.0.1"), is_loopback("[::1]"), is_loopback("example.org")
+        (True, True, False)
+    """
+    host = host.strip("[]").lower()
+    if host.startswith("::ffff:"):
+        host = host[len("::ffff:"):]
+    return host in ("localhost", "::1") or host.startswith("127.")

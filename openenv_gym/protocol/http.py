@@ -1,0 +1,135 @@
+"""OpenEnv's HTTP routes, sans I/O: request bodies in, typed messages out, and errors back.
+
+Bodies go through the same :class:`~openenv_gym.protocol.frames.Limits` as
+WebSocket frames, checked in the same order: the size before anything is read
+or parsed (:func:`check_declared_size`, then :func:`parse_body`), then the
+nesting and lengths. What a route cannot serve becomes an HTTP answer with a
+JSON ``detail``, in the shapes FastAPI gives OpenEnv's reference server:
+
+    >>> from openenv_gym.protocol import Limits
+    >>> reset_request(b'{"seed": 3}', Limits())
+    Reset(seed=3, episode_id=None, options=None)
+    >>> try:
+    ...     reset_request(b"[" * 100_000, Limits())
+    ... except HttpError as exc:
+    ...     exc.status, exc.payload["code"]
+    (422, 'INVALID_JSON')
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import ErrorCode, OpenEnvGymError, ProtocolError
+from .codecs import loads_json
+from .frames import Limits, check_size
+from .mcp import JsonRpcError, parse_error
+from .messages import Reset, Step
+
+__all__ = [
+    "HttpError",
+    "check_declared_size",
+    "parse_body",
+    "reset_request",
+    "step_request",
+    "jsonrpc_request",
+    "http_error",
+]
+
+
+class HttpError(OpenEnvGymError):
+    """An HTTP answer to a request a route cannot serve: ``status`` and the JSON ``payload``."""
+
+    def __init__(self, status: int, payload: dict[str, Any]) -> None:
+        super().__init__(f"HTTP {status}: {payload.get('detail')}")
+        self.status = status
+        self.payload = payload
+
+
+def http_error(error: ProtocolError) -> HttpError:
+    """The HTTP answer to a protocol error: 413 for a body over the size limit,
+    422 for a body that does not decode or validate, 500 for the rest (the env
+    failed)."""
+    if error.code is ErrorCode.VALIDATION_ERROR:
+        return HttpError(422, {"detail": error.extra.get("errors", error.message), "code": error.code.value})
+    if error.code is ErrorCode.INVALID_JSON:
+        status = 413 if error.extra.get("too_large") else 422
+        detail = [{"type": "json_invalid", "loc": ["body"], "msg": error.message}]
+        return HttpError(status, {"detail": detail, "code": error.code.value})
+    return HttpError(500, {"detail": error.message, "code": error.code.value})
+
+
+def check_declared_size(content_length: str | None, limits: Limits) -> None:
+    """Refuse a body whose declared ``Content-Length`` is over the limit, before reading it."""
+    if content_length is None:
+        return
+    try:
+        size = int(content_length)
+    except ValueError:
+        raise http_error(ProtocolError(ErrorCode.INVALID_JSON, f"Invalid Content-Length {content_length!r}")) from None
+    _check_size(size, limits)
+
+
+def _check_size(size: int, limits: Limits) -> None:
+    try:
+        check_size(size, limits)
+    except ProtocolError as exc:
+        raise http_error(ProtocolError(exc.code, exc.message, too_large=True)) from None
+
+
+def parse_body(raw: bytes, limits: Limits) -> Any:
+    """A JSON body within ``limits`` (an empty body is ``{}``)."""
+    _check_size(len(raw), limits)
+    if not raw.strip():
+        return {}
+    try:
+        return loads_json(raw, limits)
+    except ProtocolError as exc:
+        raise http_error(exc) from None
+
+
+def reset_request(raw: bytes, limits: Limits) -> Reset:
+    """``POST /reset``: the body is the reset data (``seed``, ``episode_id``, options)."""
+    body = parse_body(raw, limits)
+    if not isinstance(body, dict):
+        raise HttpError(422, {"detail": "The request body must be a JSON object"})
+    try:
+        return Reset.from_data(body)
+    except ProtocolError as exc:
+        raise http_error(exc) from None
+
+
+def step_request(raw: bytes, limits: Limits) -> tuple[Step, Reset]:
+    """``POST /step``: ``{"action": {...fields}, "seed"?: int}``; the stateless
+    route resets a fresh env (with the seed, if any) and then steps it."""
+    body = parse_body(raw, limits)
+    if not isinstance(body, dict) or not isinstance(body.get("action"), dict):
+        raise HttpError(
+            422,
+            {
+                "detail": [
+                    {
+                        "type": "missing",
+                        "loc": ["body", "action"],
+                        "msg": "Field required: an object with the action fields",
+                    }
+                ]
+            },
+        )
+    seed = body.get("seed")
+    try:
+        reset = Reset.from_data({"seed": seed} if isinstance(seed, int) else None)
+    except ProtocolError as exc:
+        raise http_error(exc) from None
+    return Step(body["action"]), reset
+
+
+def jsonrpc_request(raw: bytes, limits: Limits) -> Any:
+    """``POST /mcp``: the decoded JSON-RPC payload. A body over the size limit is
+    an HTTP 413; one that is not JSON within the limits, a JSON-RPC parse error
+    (HTTP 200, as JSON-RPC answers it)."""
+    _check_size(len(raw), limits)
+    try:
+        return loads_json(raw, limits)
+    except ProtocolError as exc:
+        raise JsonRpcError(parse_error(exc.message)) from None

@@ -1,0 +1,94 @@
+"""JSON-RPC 2.0 messages of MCP, as OpenEnv serves them on ``/mcp`` and in ``/ws`` ``mcp`` frames.
+
+:func:`parse_request` validates a decoded request the way OpenEnv's server
+does; every failure is a :class:`JsonRpcError` carrying the response to send.
+
+    >>> parse_request({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    Request(id=1, method='tools/list', params={})
+    >>> try:
+    ...     parse_request({"jsonrpc": "2.0", "id": 2})
+    ... except JsonRpcError as exc:
+    ...     exc.response["error"]["code"]
+    -32600
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import OpenEnvGymError
+
+__all__ = [
+    "Request",
+    "JsonRpcError",
+    "parse_request",
+    "error_response",
+    "result_response",
+    "PARSE_ERROR",
+    "parse_error",
+    "INVALID_REQUEST",
+    "METHOD_NOT_FOUND",
+    "INVALID_PARAMS",
+    "INTERNAL_ERROR",
+]
+
+#: JSON-RPC 2.0 error codes.
+PARSE_ERROR_CODE = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+
+
+def error_response(request_id: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
+    """A JSON-RPC error response."""
+    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message, "data": data}}
+
+
+def result_response(request_id: Any, result: Any) -> dict[str, Any]:
+    """A JSON-RPC success response."""
+    return {"jsonrpc": "2.0", "id": request_id, "result": result}
+
+
+#: The response to a body that is not JSON at all.
+PARSE_ERROR = error_response(None, PARSE_ERROR_CODE, "Parse error")
+
+
+def parse_error(reason: str) -> dict[str, Any]:
+    """The response to a body that is not JSON, or breaks the size and nesting limits."""
+    return error_response(None, PARSE_ERROR_CODE, f"Parse error: {reason}")
+
+
+class JsonRpcError(OpenEnvGymError):
+    """A request that cannot be served; ``response`` is the JSON-RPC error to send."""
+
+    def __init__(self, response: dict[str, Any]) -> None:
+        super().__init__(response["error"]["message"])
+        self.response = response
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One validated JSON-RPC request (``id`` is ``None`` for a notification)."""
+
+    id: Any
+    method: str
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+def parse_request(payload: Any) -> Request:
+    """Validate a decoded JSON-RPC request."""
+    if not isinstance(payload, dict):
+        raise JsonRpcError(error_response(None, INVALID_REQUEST, "Invalid request: expected a JSON object"))
+    request_id = payload.get("id")
+    if not isinstance(request_id, (str, int, type(None))) or isinstance(request_id, bool):
+        request_id = None
+    missing = [k for k in ("jsonrpc", "method") if k not in payload]
+    if missing or payload.get("jsonrpc") != "2.0" or not isinstance(payload.get("method"), str):
+        reason = f"missing {', '.join(missing)}" if missing else "jsonrpc must be '2.0' and method a string"
+        raise JsonRpcError(error_response(request_id, INVALID_REQUEST, f"Invalid request: {reason}"))
+    params = payload.get("params")
+    if params is not None and not isinstance(params, dict):
+        raise JsonRpcError(error_response(request_id, INVALID_PARAMS, "Invalid params: expected an object"))
+    return Request(request_id, payload["method"], params or {})

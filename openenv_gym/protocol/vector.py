@@ -1,0 +1,486 @@
+"""Batched vector sessions on the route ``/vector`` (openenv-gym extension, version 1).
+
+One WebSocket carries a whole Gymnasium vector env: the first message opens
+it, then every ``reset`` and ``step`` moves the whole batch in one frame each
+way. Values are encoded per the *batched* space
+(``gymnasium.vector.utils.batch_space``), so a Box observation batch is one
+ndarray on a msgpack session::
+
+    C->S {"type": "vector_open", "data": {"num_envs": 8, "autoreset_mode": "NextStep"}}
+    S->C {"type": "vector_opened", "data": {"num_envs": 8, "autoreset_mode": "NextStep", "backend": "sync", "version": 1}}
+    C->S {"type": "reset", "data": {"seed": 0, "options": null}}
+    S->C {"type": "vector_observation", "data": {"obs": <batched obs>, "infos": {...}}}
+    C->S {"type": "step", "data": {"actions": <batched actions>}}
+    S->C {"type": "vector_observation", "data": {"obs", "rewards", "terminations", "truncations", "infos"}}
+
+Vector infos (Gymnasium's dict of arrays with ``_key`` masks) travel as a tree
+in which dicts are dicts, numeric arrays are arrays, and object arrays
+(``final_obs``, strings, ...) are lists; :func:`pack_infos` and
+:func:`unpack_infos` convert::
+
+    >>> import numpy as np
+    >>> infos = {"final_obs": np.array([None, np.zeros(2)], dtype=object),
+    ...          "_final_obs": np.array([False, True])}
+    >>> tree = pack_infos(infos)
+    >>> tree["final_obs"]
+    [None, array([0., 0.])]
+    >>> unpack_infos(tree)["final_obs"].dtype
+    dtype('O')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Union
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.vector import AutoresetMode
+
+from .. import spaces
+from ..errors import ErrorCode, ProtocolError
+from .codecs import Codec
+from .messages import (
+    ClientMessage,
+    Close,
+    Data,
+    Render,
+    ServerMessage,
+    validation_error,
+)
+
+__all__ = [
+    "VECTOR_PATH",
+    "VECTOR_VERSION",
+    "AutoresetLike",
+    "autoreset_mode",
+    "VectorOpen",
+    "VectorReset",
+    "VectorStep",
+    "Call",
+    "GetAttr",
+    "SetAttr",
+    "VectorOpened",
+    "VectorObservation",
+    "CallReply",
+    "GetAttrReply",
+    "RenderFrames",
+    "SetAttrDone",
+    "OPEN_MESSAGES",
+    "VECTOR_MESSAGES",
+    "OPEN_REPLIES",
+    "VECTOR_REPLIES",
+    "pack_infos",
+    "unpack_infos",
+    "vector_observation",
+    "read_infos",
+    "values_reply",
+    "read_values",
+]
+
+#: WebSocket route of batched vector sessions.
+VECTOR_PATH = "/vector"
+#: Version of the vector messages, advertised in ``/schema`` under ``x-openenv-gym.vector``.
+VECTOR_VERSION = 1
+
+#: What ``autoreset_mode`` arguments accept: the enum or its string value.
+AutoresetLike = Union[AutoresetMode, str]
+
+
+def autoreset_mode(value: AutoresetLike) -> AutoresetMode:
+    """Gymnasium's :class:`~gymnasium.vector.AutoresetMode` for the enum, its value
+    (``"NextStep"``) or its name in any case (``"next_step"``).
+
+        >>> autoreset_mode("same_step")
+        <AutoresetMode.SAME_STEP: 'SameStep'>
+    """
+    if isinstance(value, AutoresetMode):
+        return value
+    if isinstance(value, str):
+        for mode in AutoresetMode:
+            if value in (mode.value, mode.name) or value.upper() == mode.name:
+                return mode
+    choices = ", ".join(repr(m.value) for m in AutoresetMode)
+    raise ValueError(f"autoreset_mode must be a gymnasium AutoresetMode or one of {choices}, not {value!r}")
+
+
+def _public_name(data: Mapping[str, Any]) -> str:
+    name = data.get("name")
+    if not isinstance(name, str) or not name.isidentifier() or name.startswith("_"):
+        raise validation_error(
+            ["name"], "Input should be the name of a public attribute (no leading underscore)", name
+        )
+    return name
+
+
+# -- client -> server ----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class VectorOpen(ClientMessage):
+    """The first message: open a vector env of ``num_envs`` envs."""
+
+    type: ClassVar[str] = "vector_open"
+
+    num_envs: int
+    autoreset_mode: AutoresetMode = AutoresetMode.NEXT_STEP
+
+    @classmethod
+    def from_data(cls, data: dict | None) -> VectorOpen:
+        data = data or {}
+        num_envs = data.get("num_envs")
+        if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
+            raise validation_error(["num_envs"], "Input should be a positive integer", num_envs)
+        mode = data.get("autoreset_mode", "NextStep")
+        try:
+            return cls(num_envs, autoreset_mode(mode))
+        except ValueError as exc:
+            raise validation_error(["autoreset_mode"], str(exc), mode) from exc
+
+    def to_wire(self) -> dict:
+        return {"type": "vector_open", "data": {"num_envs": self.num_envs, "autoreset_mode": self.autoreset_mode.value}}
+
+
+@dataclass(frozen=True, slots=True)
+class VectorReset(ClientMessage):
+    """Reset all envs (or those of ``options["reset_mask"]``): ``seed`` is one int
+    (env ``i`` gets ``seed + i``), a list with one per env, or ``None``."""
+
+    type: ClassVar[str] = "reset"
+    data: ClassVar[Data] = Data.OPTIONAL
+
+    seed: int | list[int | None] | None = None
+    options: dict[str, Any] | None = None
+    types: Any = None
+
+    @classmethod
+    def from_data(cls, data: dict | None) -> VectorReset:
+        data = data or {}
+        seed = data.get("seed")
+        for s in seed if isinstance(seed, list) else [seed]:
+            if s is not None and (isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 0):
+                raise validation_error(
+                    ["seed"], "Input should be a non-negative integer, a list of them, or null", seed
+                )
+        options = data.get("options")
+        if options is not None and not isinstance(options, dict):
+            raise validation_error(["options"], "Input should be a valid dictionary or null", options)
+        return cls(seed, options, data.get("types"))
+
+    def to_wire(self) -> dict:
+        data: dict = {"seed": self.seed, "options": self.options}
+        if self.types is not None:
+            data["types"] = self.types
+        return {"type": "reset", "data": data}
+
+
+@dataclass(frozen=True, slots=True)
+class VectorStep(ClientMessage):
+    """Step every env: ``actions`` is a value of the batched action space."""
+
+    type: ClassVar[str] = "step"
+
+    actions: Any
+    types: Any = None
+
+    @classmethod
+    def from_data(cls, data: dict | None) -> VectorStep:
+        data = data or {}
+        if "actions" not in data:
+            raise validation_error(["actions"], "Field required", data, "missing")
+        return cls(data["actions"], data.get("types"))
+
+    def to_wire(self) -> dict:
+        data: dict = {"actions": self.actions}
+        if self.types is not None:
+            data["types"] = self.types
+        return {"type": "step", "data": data}
+
+
+@dataclass(frozen=True, slots=True)
+class Call(ClientMessage):
+    """Call a public method (or read a public attribute) of every env."""
+
+    type: ClassVar[str] = "call"
+
+    name: str
+    args: list = field(default_factory=list)
+    kwargs: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_data(cls, data: dict | None) -> Call:
+        data = data or {}
+        args, kwargs = data.get("args") or [], data.get("kwargs") or {}
+        if not isinstance(args, list) or not isinstance(kwargs, dict):
+            raise validation_error(["args"], "args must be a list and kwargs an object", data)
+        return cls(_public_name(data), args, kwargs)
+
+    def to_wire(self) -> dict:
+        return {"type": "call", "data": {"name": self.name, "args": list(self.args), "kwargs": dict(self.kwargs)}}
+
+
+@dataclass(frozen=True, slots=True)
+class GetAttr(ClientMessage):
+    """Read a public attribute of every env."""
+
+    type: ClassVar[str] = "get_attr"
+
+    name: str
+
+    @classmethod
+    def from_data(cls, data: dict | None) -> GetAttr:
+        return cls(_public_name(data or {}))
+
+    def to_wire(self) -> dict:
+        return {"type": "get_attr", "data": {"name": self.name}}
+
+
+@dataclass(frozen=True, slots=True)
+class SetAttr(ClientMessage):
+    """Set a public attribute of every env: one value for all, or a list with one per env."""
+
+    type: ClassVar[str] = "set_attr"
+
+    name: str
+    values: Any
+    types: Any = None
+
+    @classmethod
+    def from_data(cls, data: dict | None) -> SetAttr:
+        data = data or {}
+        return cls(_public_name(data), data.get("values"), data.get("types"))
+
+    def to_wire(self) -> dict:
+        data: dict = {"name": self.name, "values": self.values}
+        if self.types is not None:
+            data["types"] = self.types
+        return {"type": "set_attr", "data": data}
+
+
+#: The one message a ``/vector`` session starts with.
+OPEN_MESSAGES: Mapping[str, type[ClientMessage]] = {VectorOpen.type: VectorOpen}
+#: The messages of an open ``/vector`` session.
+VECTOR_MESSAGES: Mapping[str, type[ClientMessage]] = {
+    cls.type: cls for cls in (VectorReset, VectorStep, Call, GetAttr, SetAttr, Render, Close)
+}
+
+
+# -- server -> client ----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class VectorOpened(ServerMessage):
+    """The vector env is open: its size, autoreset mode and backend."""
+
+    type: ClassVar[str] = "vector_opened"
+
+    num_envs: int
+    autoreset_mode: str
+    backend: str
+    version: int = VECTOR_VERSION
+
+    @classmethod
+    def from_data(cls, data: dict) -> VectorOpened:
+        return cls(data.get("num_envs"), data.get("autoreset_mode"), data.get("backend"), data.get("version"))  # type: ignore[arg-type]
+
+    def to_wire(self) -> dict:
+        return {
+            "type": "vector_opened",
+            "data": {
+                "num_envs": self.num_envs,
+                "autoreset_mode": self.autoreset_mode,
+                "backend": self.backend,
+                "version": self.version,
+            },
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class VectorObservation(ServerMessage):
+    """A batch's observations and infos; after a step also its rewards,
+    terminations and truncations (``None`` after a reset)."""
+
+    type: ClassVar[str] = "vector_observation"
+
+    obs: Any
+    infos: Any
+    rewards: Any = None
+    terminations: Any = None
+    truncations: Any = None
+    types: dict | None = None
+
+    @classmethod
+    def from_data(cls, data: dict) -> VectorObservation:
+        types = data.get("types")
+        return cls(
+            data.get("obs"), data.get("infos") or {}, data.get("rewards"), data.get("terminations"),
+            data.get("truncations"), types if isinstance(types, dict) else None,
+        )
+
+    def to_wire(self) -> dict:
+        data: dict = {"obs": self.obs, "infos": self.infos}
+        if self.rewards is not None:
+            data["rewards"] = self.rewards
+            data["terminations"] = self.terminations
+            data["truncations"] = self.truncations
+        if self.types is not None:
+            data["types"] = self.types
+        return {"type": "vector_observation", "data": data}
+
+
+@dataclass(frozen=True, slots=True)
+class _Values(ServerMessage):
+    """One value per env (``types``: their type hints, on JSON)."""
+
+    values: list
+    types: Any = None
+
+    @classmethod
+    def from_data(cls, data: dict) -> _Values:
+        values = data.get("values")
+        return cls(values if isinstance(values, list) else [], data.get("types"))
+
+    def to_wire(self) -> dict:
+        data: dict = {"values": self.values}
+        if self.types is not None:
+            data["types"] = self.types
+        return {"type": self.type, "data": data}
+
+
+class CallReply(_Values):
+    """What a ``call`` returned, per env."""
+
+    type: ClassVar[str] = "call"
+    __slots__ = ()
+
+
+class GetAttrReply(_Values):
+    """The attribute ``get_attr`` asked for, per env."""
+
+    type: ClassVar[str] = "get_attr"
+    __slots__ = ()
+
+
+class RenderFrames(_Values):
+    """Every env's rendered frame."""
+
+    type: ClassVar[str] = "render"
+    __slots__ = ()
+
+
+class SetAttrDone(ServerMessage):
+    """``set_attr`` is done."""
+
+    type: ClassVar[str] = "set_attr"
+    __slots__ = ()
+
+    @classmethod
+    def from_data(cls, data: dict) -> SetAttrDone:
+        return cls()
+
+    def to_wire(self) -> dict:
+        return {"type": "set_attr", "data": {}}
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self)
+
+    def __hash__(self) -> int:
+        return hash(type(self))
+
+
+#: The reply to ``vector_open``.
+OPEN_REPLIES: Mapping[str, type[ServerMessage]] = {VectorOpened.type: VectorOpened}
+#: The replies of an open ``/vector`` session.
+VECTOR_REPLIES: Mapping[str, type[ServerMessage]] = {
+    cls.type: cls for cls in (VectorObservation, CallReply, GetAttrReply, RenderFrames, SetAttrDone)
+}
+_VALUES_REPLIES: Mapping[str, type[_Values]] = {
+    cls.type: cls for cls in (CallReply, GetAttrReply, RenderFrames)
+}
+
+
+# -- values -------------------------------------------------------------------------
+
+
+def pack_infos(infos: dict) -> dict:
+    """Vector infos as a wire tree: object arrays become lists, the rest stays."""
+    out: dict = {}
+    for key, value in infos.items():
+        if isinstance(value, dict):
+            out[str(key)] = pack_infos(value)
+        elif isinstance(value, np.ndarray) and value.dtype == object:
+            out[str(key)] = value.tolist() if value.ndim == 1 else list(value)
+        else:
+            out[str(key)] = value
+    return out
+
+
+def unpack_infos(tree: Any) -> dict:
+    """The inverse of :func:`pack_infos`: lists become object arrays again."""
+    if not isinstance(tree, dict):
+        return {}
+    out: dict = {}
+    for key, value in tree.items():
+        if isinstance(value, dict):
+            out[key] = unpack_infos(value)
+        elif isinstance(value, (list, tuple)):
+            array = np.empty(len(value), dtype=object)  # filled with None
+            for i, item in enumerate(value):
+                array[i] = item
+            out[key] = array
+        else:
+            out[key] = np.asarray(value)
+    return out
+
+
+def vector_observation(
+    codec: Codec,
+    space: gym.Space,
+    obs: Any,
+    infos: dict,
+    *,
+    rewards: Any = None,
+    terminations: Any = None,
+    truncations: Any = None,
+) -> VectorObservation:
+    """The reply to a ``reset`` (no rewards) or ``step`` of a vector env whose
+    batched observation space is ``space``. Observations outside it are the
+    env's fault: EXECUTION_ERROR."""
+    try:
+        encoded = codec.pack_space(space, obs, path="obs")
+    except (spaces.SpaceValueError, TypeError, ValueError) as exc:
+        raise ProtocolError(
+            ErrorCode.EXECUTION_ERROR,
+            f"The vector env returned observations that do not fit {space}: {exc}",
+        ) from exc
+    tree, hints = codec.pack_data(pack_infos(infos))
+    if rewards is None:
+        return VectorObservation(encoded, tree, types=None if hints is None else {"infos": hints})
+    return VectorObservation(
+        encoded,
+        tree,
+        codec.pack_array(np.asarray(rewards, dtype=np.float64)),
+        codec.pack_array(np.asarray(terminations, dtype=np.bool_)),
+        codec.pack_array(np.asarray(truncations, dtype=np.bool_)),
+        None if hints is None else {"infos": hints},
+    )
+
+
+def read_infos(codec: Codec, message: VectorObservation) -> dict:
+    """The vector infos of a :class:`VectorObservation`."""
+    hints = (message.types or {}).get("infos")
+    return unpack_infos(codec.unpack_data(message.infos, hints))
+
+
+def values_reply(codec: Codec, kind: str, values: list) -> _Values:
+    """The reply to ``call``, ``get_attr`` or ``render``: one value per env."""
+    data, hints = codec.pack_data(values)
+    return _VALUES_REPLIES[kind](data, hints)
+
+
+def read_values(codec: Codec, reply: ServerMessage) -> list:
+    """The per-env values of a :func:`values_reply`."""
+    if not isinstance(reply, _Values):
+        raise ProtocolError(ErrorCode.SESSION_ERROR, f"Expected values, got {reply.type!r}")
+    return list(codec.unpack_data(reply.values, reply.types) or [])

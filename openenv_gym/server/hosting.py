@@ -1,0 +1,301 @@
+"""The server's core: it hosts sessions on WebSocket routes and answers their messages.
+
+:class:`Server` holds what every route shares (the env source, capacity,
+limits, metrics, the idle reaper, shutdown) and drives each
+:class:`~openenv_gym.server.routes.Route` the same way, in
+:meth:`Server.serve_route`:
+
+1. accept the handshake with the best subprotocol offered, which fixes the
+   session's :class:`~openenv_gym.protocol.Codec`;
+2. read the route's opening message, if it has one;
+3. refuse with CAPACITY_REACHED when the session's envs do not fit;
+4. host the session (:meth:`Server.hosting`): build its env, then answer its
+   messages (:meth:`Server.serve_messages`) until ``close``, a disconnect, an
+   error that ends it, the idle reaper or shutdown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any
+
+from ..errors import CLOSING_ERRORS, ErrorCode, ProtocolError
+from ..protocol import (
+    PROCESS_HEADER,
+    PROCESS_TOKEN,
+    SUBPROTOCOLS,
+    ClientMessage,
+    Close,
+    Codec,
+    ErrorReply,
+    Limits,
+    ServerMessage,
+    codec_for,
+    is_loopback,
+    parse_message,
+)
+from .metrics import Metrics
+from .polling import BusyPoll
+from .routes import Opening, Route
+from .session import EnvCaller, EnvHost, Execution
+from .source import EnvSource
+from .transport import Channel, next_frame
+from .vector import StepClock
+
+__all__ = ["Server", "Reply"]
+
+logger = logging.getLogger("openenv_gym.server")
+
+#: Sends one message to the session's peer.
+Reply = Callable[[ServerMessage], Awaitable[None]]
+
+
+class Server:
+    """State shared by every route of one app."""
+
+    def __init__(
+        self,
+        source: EnvSource,
+        *,
+        max_sessions: int,
+        session_timeout: float | None,
+        execution: Execution,
+        limits: Limits,
+        step_timeout: float | None = None,
+        busy_poll: float,
+    ) -> None:
+        if max_sessions < 1:
+            raise ValueError(f"max_sessions must be at least 1, not {max_sessions}")
+        if session_timeout is not None and session_timeout <= 0:
+            raise ValueError(f"session_timeout must be positive or None, not {session_timeout}")
+        self.source = source
+        self.max_sessions = max_sessions
+        self.session_timeout = session_timeout
+        self.execution = execution
+        self.step_timeout = step_timeout
+        self.env_caller()  # checks the combination now
+        self.limits = limits
+        #: How long one env step takes in this process (for ``vector_backend="auto"``).
+        self.env_steps = StepClock()
+        self.busy_poll = BusyPoll(busy_poll)
+        self.sessions: dict[str, tuple[EnvHost, asyncio.Task]] = {}
+        self.draining = False
+        self.metrics = Metrics()
+        self._reaper: asyncio.Task | None = None
+
+    def env_caller(self) -> EnvCaller:
+        """How one session runs its env calls (execution mode and step timeout)."""
+        return EnvCaller(self.execution, timeout=self.step_timeout)
+
+    def active_envs(self) -> int:
+        """Environments held now: one per ``/ws`` session, N per vector session."""
+        return sum(session.slots for session, _ in self.sessions.values())
+
+    # -- one connection -------------------------------------------------------------
+
+    async def serve_route(self, route: Route, channel: Channel) -> None:
+        """Serve one WebSocket connection of ``route``, start to end."""
+        codec, reply = await self.accept(channel)
+        opening: ClientMessage | None = None
+        if route.opening is not None:
+            try:
+                frame = await next_frame(channel, codec)
+                if frame is None:
+                    return
+                opening = parse_message(codec.decode(frame), route.opening, expected=True)
+            except ProtocolError as exc:
+                await reply(ErrorReply.of(exc))
+                await channel.close(1000)
+                return
+        session = route.session(Opening(codec, channel.query_params, opening, self.env_caller()))
+        if await self.refuse_if_full(channel, reply, session.slots):
+            return
+        async with self.hosting(channel, session, reply):
+            await session.start()
+            if (opened := session.opened()) is not None:
+                await reply(opened)
+            await self.serve_messages(channel, session, codec, reply, route)
+
+    async def accept(self, channel: Channel) -> tuple[Codec, Reply]:
+        """Accept a WebSocket with the best subprotocol offered; returns its codec
+        and ``reply``, which encodes and sends one message."""
+        offered = channel.scope.get("subprotocols") or []
+        chosen = next((p for p in SUBPROTOCOLS if p in offered), None)
+        await channel.accept(
+            subprotocol=chosen, headers=[(PROCESS_HEADER.encode(), PROCESS_TOKEN.encode())]
+        )
+        codec = codec_for(chosen, self.limits)
+        send = channel.send_event
+        frame_key = "bytes" if codec.binary else "text"
+        metrics = self.metrics
+
+        async def reply(message: ServerMessage) -> None:
+            if isinstance(message, ErrorReply):
+                metrics.errors[ErrorCode(message.code).value] += 1
+            try:
+                frame = codec.encode(message.to_wire())
+            except Exception as exc:  # noqa: BLE001 - an unencodable reply is an env error
+                frame = codec.encode(
+                    ErrorReply(
+                        ErrorCode.EXECUTION_ERROR,
+                        f"The reply could not be encoded: {type(exc).__name__}: {exc}",
+                    ).to_wire()
+                )
+            await send({"type": "websocket.send", frame_key: frame})
+
+        return codec, reply
+
+    async def refuse_if_full(self, channel: Channel, reply: Reply, requested: int = 1) -> bool:
+        """Send CAPACITY_REACHED and close when ``requested`` more envs do not fit."""
+        active = self.active_envs()
+        if active + requested <= self.max_sessions:
+            return False
+        wanted = "" if requested == 1 else f" ({requested} requested)"
+        await reply(
+            ErrorReply(
+                ErrorCode.CAPACITY_REACHED,
+                f"Server at capacity: {active}/{self.max_sessions} sessions active{wanted}. "
+                f"Cannot accept new connections.",
+                {"active_sessions": active, "max_sessions": self.max_sessions},
+            )
+        )
+        await channel.close(1000)
+        return True
+
+    @contextlib.asynccontextmanager
+    async def hosting(self, channel: Channel, session: EnvHost, reply: Reply) -> AsyncIterator[None]:
+        """Hold ``session`` in the server for the life of its connection.
+
+        Registers it (for capacity, the idle reaper and shutdown), answers a
+        protocol error that ends the session with its error frame, turns a
+        stop by the server (idle timeout, shutdown) into a SESSION_ERROR frame
+        saying why, and always closes the env and then the socket.
+        """
+        task = asyncio.current_task()
+        assert task is not None
+        self.sessions[session.id] = (session, task)
+        self.metrics.sessions_total += 1
+        self._start_reaper()
+        client = channel.scope.get("client")
+        peer = f"{client[0]}:{client[1]}" if client else "?"
+        logger.debug(
+            "session_open id=%s kind=%s peer=%s encoding=%s active=%d",
+            session.id, type(session).__name__, peer, session.codec.name, self.active_envs(),
+        )
+        try:
+            yield
+        except ProtocolError as exc:
+            await _quietly(reply(ErrorReply.of(exc)))
+        except asyncio.CancelledError:
+            if session.stop_reason is None:
+                raise
+        except Exception as exc:  # noqa: BLE001 - a bug must not take the server down
+            logger.exception("session_failed id=%s", session.id)
+            await _quietly(reply(ErrorReply(ErrorCode.SESSION_ERROR, f"The server failed: {type(exc).__name__}: {exc}")))
+        finally:
+            self.sessions.pop(session.id, None)
+            await session.close()
+            if session.stop_reason is not None:
+                await _quietly(reply(ErrorReply(ErrorCode.SESSION_ERROR, session.stop_reason)))
+            await _quietly(channel.close(1001 if self.draining else 1000))
+            logger.debug(
+                "session_close id=%s reason=%s active=%d", session.id,
+                "server" if session.stop_reason else "client", self.active_envs(),
+            )
+
+    async def serve_messages(
+        self, channel: Channel, session: EnvHost, codec: Codec, reply: Reply, route: Route
+    ) -> None:
+        """Answer ``session``'s messages until ``close``, a disconnect, or a
+        closing error (raised, for :meth:`hosting` to send).
+
+        After each reply to a peer on this machine (but not in this process)
+        whose env calls run inline, the loop busy-polls for the next message
+        (see :mod:`.polling`).
+        """
+        client = channel.scope.get("client")
+        elsewhere = channel.headers.get(PROCESS_HEADER) != PROCESS_TOKEN
+        local = bool(client) and is_loopback(client[0]) and elsewhere
+        table: Mapping[str, type[ClientMessage]] = route.messages
+        expected = route.expected
+        metrics = self.metrics
+        while (frame := await next_frame(channel, codec)) is not None:
+            message = None
+            try:
+                message = parse_message(codec.decode(frame), table, expected=expected)
+                if isinstance(message, Close):
+                    return
+                metrics.messages[message.type] += 1
+                started = time.perf_counter()
+                answer, env_seconds = await session.respond(message)
+                if message.type == "step":
+                    metrics.observe_step(time.perf_counter() - started)
+                    if session.in_process:
+                        self.env_steps.observe(env_seconds / session.slots)
+            except ProtocolError as exc:
+                if exc.code in CLOSING_ERRORS:
+                    raise
+                answer = ErrorReply.of(exc)
+            except Exception as exc:  # noqa: BLE001 - a bug must not take the server down
+                logger.exception("session_failed id=%s", session.id)
+                raise ProtocolError(
+                    ErrorCode.SESSION_ERROR,
+                    f"The server failed while handling "
+                    f"{repr(message.type) if message else 'a frame'}: "
+                    f"{type(exc).__name__}: {exc}",
+                ) from exc
+            await reply(answer)
+            if session.stop_reason is not None:  # the server is draining
+                return
+            if local and session.inline:
+                self.busy_poll.after_reply()
+
+    # -- idle sessions --------------------------------------------------------------
+
+    def _start_reaper(self) -> None:
+        if self.session_timeout is None or (self._reaper and not self._reaper.done()):
+            return
+        self._reaper = asyncio.get_running_loop().create_task(self._reap())
+
+    async def _reap(self) -> None:
+        timeout = self.session_timeout
+        assert timeout is not None
+        while self.sessions:
+            await asyncio.sleep(max(min(timeout / 4, 5.0), 0.05))
+            now = time.monotonic()
+            for session, task in list(self.sessions.values()):
+                if now - session.last_activity > timeout and not task.done():
+                    session.stop_reason = f"Session closed after {timeout} s without a message"
+                    task.cancel()
+
+    # -- shutdown -------------------------------------------------------------------
+
+    async def drain(self, timeout: float) -> None:
+        """Stop taking sessions and end the open ones gracefully.
+
+        A session waiting for a message is closed at once; one in the middle
+        of an env call finishes it and sends the reply first. Each gets a
+        SESSION_ERROR frame saying the server is shutting down, then close
+        code 1001. Returns when all are gone or after ``timeout`` seconds.
+        """
+        self.draining = True
+        self.busy_poll.stop()
+        reason = "The server is shutting down; reconnect to another server or later"
+        for session, task in list(self.sessions.values()):
+            session.stop_reason = reason
+            if not session.busy and not task.done():
+                task.cancel()
+        deadline = time.monotonic() + timeout
+        while self.sessions and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        if self.sessions:
+            logger.warning("drain_timeout sessions_left=%d", len(self.sessions))
+
+
+async def _quietly(awaitable: Awaitable[Any]) -> None:
+    with contextlib.suppress(Exception):
+        await awaitable

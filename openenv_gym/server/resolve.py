@@ -1,0 +1,243 @@
+"""From what the user hands to ``create_app`` to an :class:`~openenv_gym.server.source.EnvSource`.
+
+:func:`resolve` takes a Gymnasium id, a ``"module:factory"`` path, a
+PettingZoo module, an id of the old ``gym`` package (``"gym:CartPole-v1"``),
+an env class or a factory callable. It turns it into a factory (the first
+matching entry of :data:`_FACTORIES`), builds one probe env, and reads from
+the probe what every session shares; the kind of env the probe is (a
+:class:`~openenv_gym.fields.FieldsEnv`, a PettingZoo game, a legacy Gym env,
+a Gymnasium env) decides the session type and ``/schema`` of the source.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import gymnasium as gym
+
+from ..fields import FieldsEnv
+from . import legacy, multiagent
+from .fields import FieldsSession
+from .schema import gym_schema_document
+from .session import Session
+from .source import EnvLike, EnvSource
+
+__all__ = ["resolve"]
+
+
+class _Factory(NamedTuple):
+    """How to build one env, the name the server goes by, and its Gymnasium id."""
+
+    make: Callable[[], Any]
+    name: str
+    env_id: str | None = None
+
+
+def resolve(env: EnvLike, **make_kwargs: Any) -> EnvSource:
+    """Build an :class:`EnvSource` from an id, a ``module:factory`` path, a class or a callable.
+
+    ``make_kwargs`` go to ``gym.make`` for ids and to the class or factory
+    otherwise. A live env instance is refused: every session needs its own
+    environment, so pass its class or a factory instead.
+
+    PettingZoo envs (``AECEnv`` / ``ParallelEnv`` factories, or a module path
+    such as ``"pettingzoo.classic.connect_four_v3"``) resolve through
+    :mod:`~openenv_gym.server.multiagent`; legacy Gym envs (0.21 and 0.26
+    APIs, and ids of the old ``gym`` package as ``"gym:CartPole-v1"``) are
+    converted through Shimmy by :mod:`~openenv_gym.server.legacy`.
+
+        >>> source = resolve("CartPole-v1")
+        >>> source.action_space
+        Discrete(2)
+    """
+    factory = _factory(env, make_kwargs)
+    return _source(factory, factory.make())
+
+
+# -- what to build ---------------------------------------------------------------------
+
+
+def _factory(env: EnvLike, make_kwargs: dict[str, Any]) -> _Factory:
+    for matches, build in _FACTORIES:
+        if matches(env):
+            return build(env, make_kwargs)
+    raise TypeError(
+        f"cannot serve {env!r}: expected a Gymnasium id, a 'module:factory' path, "
+        f"an env class or a factory callable"
+    )
+
+
+def _old_gym_id(env: Any, make_kwargs: dict[str, Any]) -> _Factory:
+    old_id = env[len(legacy.GYM_ID_PREFIX):]
+    return _Factory(lambda: legacy.make_gym_id(old_id, **make_kwargs), env)
+
+
+def _pettingzoo_module(env: Any, make_kwargs: dict[str, Any]) -> _Factory:
+    module = importlib.import_module(env)
+    target = getattr(module, "env", None) or getattr(module, "parallel_env", None)
+    if target is None:
+        raise TypeError(
+            f"the module {env!r} has no 'env' or 'parallel_env' function: name the "
+            f"factory as '{env}:FACTORY'"
+        )
+    return _Factory(_factory(target, make_kwargs).make, env)
+
+
+def _gym_id(env: Any, make_kwargs: dict[str, Any]) -> _Factory:
+    gym.spec(env)  # raises a clear NameNotFound error for unknown ids
+    return _Factory(lambda: gym.make(env, **make_kwargs), env, env)
+
+
+def _import_path(env: Any, make_kwargs: dict[str, Any]) -> _Factory:
+    module_name, _, attribute = env.partition(":")
+    target: Any = importlib.import_module(module_name)
+    for part in attribute.split("."):
+        target = getattr(target, part)
+    return _factory(target, make_kwargs)
+
+
+def _instance(env: Any, make_kwargs: dict[str, Any]) -> _Factory:
+    raise TypeError(
+        f"create_app() needs a way to build one environment per session, not the "
+        f"instance {env!r}: pass its class, a factory function, or a Gymnasium id"
+    )
+
+
+def _callable(env: Any, make_kwargs: dict[str, Any]) -> _Factory:
+    return _Factory(lambda: env(**make_kwargs), getattr(env, "__qualname__", None) or repr(env))
+
+
+def _is_module(text: str) -> bool:
+    """``True`` for a dotted module path (``pettingzoo.classic.connect_four_v3``)."""
+    if ":" in text or "." not in text or _is_gym_id(text):
+        return False
+    try:
+        return importlib.util.find_spec(text) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _is_gym_id(text: str) -> bool:
+    try:
+        gym.spec(text)
+    except gym.error.Error:
+        return False
+    return True
+
+
+def _is_instance(env: Any) -> bool:
+    return isinstance(env, gym.Env) or multiagent.is_pettingzoo(env) or legacy.legacy_api(env) is not None
+
+
+#: ``(matches, factory)`` pairs, the first match wins.
+_FACTORIES: list[tuple[Callable[[Any], bool], Callable[[Any, dict[str, Any]], _Factory]]] = [
+    (lambda env: isinstance(env, str) and env.startswith(legacy.GYM_ID_PREFIX), _old_gym_id),
+    (lambda env: isinstance(env, str) and _is_module(env), _pettingzoo_module),
+    (lambda env: isinstance(env, str) and (_is_gym_id(env) or ":" not in env), _gym_id),
+    (lambda env: isinstance(env, str), _import_path),
+    (_is_instance, _instance),
+    (callable, _callable),
+]
+
+
+# -- what the probe says ---------------------------------------------------------------
+
+
+def _source(factory: _Factory, probe: Any) -> EnvSource:
+    """The source of the env ``probe`` (an env ``factory`` built); closes the probe."""
+    if isinstance(probe, FieldsEnv):
+        return _fields_source(factory, probe)
+    if multiagent.is_pettingzoo(probe):
+        return _multiagent_source(factory, probe)
+    if not isinstance(probe, gym.Env):
+        api = legacy.legacy_api(probe)
+        if api is None:
+            if callable(getattr(probe, "close", None)):
+                probe.close()
+            raise TypeError(
+                f"{factory.name!r} built {type(probe).__name__}, which is neither a gymnasium.Env, "
+                f"a PettingZoo env, nor a legacy Gym env"
+            )
+        probe = legacy.to_gymnasium(probe, api)
+        factory = factory._replace(make=_converted(factory.make, api))
+    return _gym_source(factory, probe)
+
+
+def _converted(make: Callable[[], Any], api: legacy.LegacyApi) -> Callable[[], gym.Env]:
+    return lambda: legacy.to_gymnasium(make(), api)
+
+
+def _gym_source(factory: _Factory, probe: gym.Env) -> EnvSource:
+    try:
+        spec = probe.spec
+        source = EnvSource(
+            factory=factory.make,
+            name=factory.name,
+            env_id=factory.env_id or (spec.id if spec is not None else None),
+            observation_space=probe.observation_space,
+            action_space=probe.action_space,
+            session_type=Session,
+            schema={},
+            render_mode=probe.render_mode,
+            env_metadata=dict(probe.metadata or {}),
+            max_episode_steps=spec.max_episode_steps if spec is not None else None,
+            description=_summary(type(probe.unwrapped)),
+        )
+    finally:
+        probe.close()
+    source.schema = gym_schema_document(source)
+    return source
+
+
+def _fields_source(factory: _Factory, probe: FieldsEnv) -> EnvSource:
+    try:
+        observation_space, action_space = probe.inferred_spaces()
+        return EnvSource(
+            factory=factory.make,
+            name=factory.name,
+            env_id=probe.name,
+            observation_space=observation_space,
+            action_space=action_space,
+            session_type=FieldsSession,
+            schema=probe.schema_document(),
+            description=probe.description or _summary(type(probe)),
+            fields=type(probe),
+        )
+    finally:
+        probe.close()
+
+
+def _multiagent_source(factory: _Factory, probe: Any) -> EnvSource:
+    """The source of a PettingZoo game: the seat view for ``/ws``, the game for ``/agents``."""
+    try:
+        game = multiagent.MultiAgentSource.from_probe(factory.make, probe, factory.name)
+        description = _summary(type(getattr(probe, "unwrapped", probe)))
+    finally:
+        probe.close()
+    observation_space, action_space = game.seat_spaces()
+    source = EnvSource(
+        factory=lambda: multiagent.SeatEnv(game),
+        name=factory.name,
+        env_id=game.env_metadata.get("name") or None,
+        observation_space=observation_space,
+        action_space=action_space,
+        session_type=Session,
+        schema={},
+        render_mode=game.render_mode,
+        env_metadata=game.env_metadata,
+        description=description,
+        multiagent=game,
+        extra_fields=multiagent.SEAT_FIELD_SCHEMAS,
+        extra_values=lambda env: env.unwrapped.seat_fields(),
+    )
+    source.schema = gym_schema_document(source)
+    return source
+
+
+def _summary(cls: type) -> str:
+    """The first paragraph of a class's docstring."""
+    return (inspect.getdoc(cls) or "").split("\n\n")[0].strip()

@@ -1,0 +1,72 @@
+"""WebSocket routes: how a connection becomes a session, and which messages it takes.
+
+A :class:`Route` is data plus a session factory; the server's hosting loop
+(:class:`~openenv_gym.server.hosting.Server`) drives every route the same
+way: accept the handshake with the best codec offered, read the opening
+message if the route has one, check capacity, host the session, answer its
+messages until ``close``.
+
+=============  ==================================  ===========================================
+route          opening message                      session
+=============  ==================================  ===========================================
+``/ws``        none                                 the source's ``session_type`` (one env)
+``/agents``    none (``?api=aec|parallel``)         :class:`~.multiagent.AgentsSession`
+``/vector``    ``vector_open``                      :class:`~.vector.VectorSession` (N envs)
+=============  ==================================  ===========================================
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import ClassVar
+
+from ..protocol import WS_MESSAGES, ClientMessage, Codec
+from .session import EnvCaller, EnvHost
+from .source import EnvSource
+
+__all__ = ["Opening", "Route", "WsRoute"]
+
+
+@dataclass(frozen=True)
+class Opening:
+    """What a route knows when a connection opens a session."""
+
+    codec: Codec
+    #: The handshake's query parameters.
+    query: Mapping[str, str]
+    #: The opening message, for routes that have one.
+    message: ClientMessage | None
+    #: How the new session's env calls run.
+    caller: EnvCaller
+
+
+class Route(abc.ABC):
+    """One WebSocket route of a server."""
+
+    #: Where it is served.
+    path: ClassVar[str]
+    #: The messages of an open session.
+    messages: ClassVar[Mapping[str, type[ClientMessage]]] = WS_MESSAGES
+    #: The message that opens a session, for routes that have one.
+    opening: ClassVar[Mapping[str, type[ClientMessage]] | None] = None
+    #: UNKNOWN_TYPE names the types the route expects (extension routes do;
+    #: ``/ws`` answers as OpenEnv's reference server).
+    expected: ClassVar[bool] = False
+
+    def __init__(self, source: EnvSource) -> None:
+        self.source = source
+
+    @abc.abstractmethod
+    def session(self, opening: Opening) -> EnvHost:
+        """The session for a new connection (its environment is built later, by ``start``)."""
+
+
+class WsRoute(Route):
+    """OpenEnv's ``/ws``: one environment per connection."""
+
+    path = "/ws"
+
+    def session(self, opening: Opening) -> EnvHost:
+        return self.source.session_type(self.source, codec=opening.codec, caller=opening.caller)
