@@ -1,0 +1,60 @@
+"""What the modules of :mod:`openenv_gym.spaces` share: the error for data that does not fit a
+space, and the helpers that write its messages.
+
+Every message starts with the path of the offending item inside the value (or description),
+in the notation of :func:`_key_path`, so a user finds it in a deeply nested space::
+
+    >>> _key_path(_key_path("obs", "pos"), 2)
+    'obs["pos"][2]'
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+_SUPPORTED = "Box, Discrete, MultiDiscrete, MultiBinary, Text, Tuple, Dict, Sequence, Graph, OneOf"
+
+
+class SpaceValueError(ValueError):
+    """Wire data (or a value) does not fit a space's structure, dtype or shape.
+
+    The message starts with the path of the offending item inside the value, for example
+    ``obs["pos"][2]: expected a number, got str 'x'``; the path alone is in :attr:`path`.
+    """
+
+    # Tracebacks and pickles name it where users import it from.
+    __module__ = "openenv_gym.spaces"
+
+    def __init__(self, message: str, path: str = "") -> None:
+        super().__init__(message)
+        self.path = path
+
+
+def _err(path: str, problem: str) -> SpaceValueError:
+    return SpaceValueError(f"{path}: {problem}", path)
+
+
+def _key_path(path: str, key: Any) -> str:
+    if isinstance(key, str):
+        return f"{path}[{json.dumps(key, ensure_ascii=False)}]"
+    return f"{path}[{key!r}]"
+
+
+def _what(x: Any) -> str:
+    """Short description of a value for error messages: its type and a truncated repr."""
+    if isinstance(x, np.ndarray):
+        return f"ndarray of dtype {x.dtype} and shape {x.shape}"
+    r = repr(x)
+    if len(r) > 40:
+        r = r[:37] + "..."
+    return f"{type(x).__name__} {r}"
+
+
+def _short_list(items: Iterable[Any], limit: int = 10) -> str:
+    items = list(items)
+    text = ", ".join(repr(k) for k in items[:limit])
+    return text + (f", ... ({len(items)} in all)" if len(items) > limit else "")
