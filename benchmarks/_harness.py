@@ -339,7 +339,7 @@ class ManagedProcess:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
-    def start(self) -> "ManagedProcess":
+    def start(self) -> ManagedProcess:
         if self.log_path is not None:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
             self._log = open(self.log_path, "wb")
@@ -400,7 +400,7 @@ class Server(ManagedProcess):
         self.error: str | None = None
         self.starts = 0
 
-    def start(self) -> "Server":
+    def start(self) -> Server:
         self.port = self.fixed_port or free_port()
         self.argv = [str(a) for a in self.argv_fn(self.port)]
         self.starts += 1
@@ -553,7 +553,7 @@ class GlobalTimeout:
             self.processes.kill_all_now()
             os._exit(124)
 
-    def __enter__(self) -> "GlobalTimeout":
+    def __enter__(self) -> GlobalTimeout:
         signal.signal(signal.SIGALRM, self._alarm)
         signal.signal(signal.SIGTERM, _exit_on_sigterm)
         signal.alarm(self.seconds)

@@ -17,15 +17,14 @@ Both: action ``{"action": int}``, ``done = terminated or truncated``, float rewa
 from __future__ import annotations
 
 import uuid
-from typing import Any, List, Optional
+from typing import Any
 
 import gymnasium as gym
+from _envs import RandomImageEnv
 from openenv.core.env_server import create_app
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import Action, Observation, State
 from pydantic import Field
-
-from _envs import RandomImageEnv
 
 MAX_CONCURRENT_ENVS = 8
 
@@ -35,7 +34,7 @@ class CartPoleAction(Action):
 
 
 class CartPoleObservation(Observation):
-    obs: List[float] = Field(description="cart position, cart velocity, pole angle, pole angular velocity")
+    obs: list[float] = Field(description="cart position, cart velocity, pole angle, pole angular velocity")
 
 
 class ImageAction(Action):
@@ -43,7 +42,7 @@ class ImageAction(Action):
 
 
 class ImageObservation(Observation):
-    pixels: List[List[List[int]]] = Field(description="84x84x4 uint8 frame as nested lists")
+    pixels: list[list[list[int]]] = Field(description="84x84x4 uint8 frame as nested lists")
 
 
 class _GymEnvironment(Environment):
@@ -60,16 +59,16 @@ class _GymEnvironment(Environment):
     def _make(self) -> gym.Env:
         raise NotImplementedError
 
-    def _observation(self, obs: Any, reward: Optional[float], done: bool) -> Observation:
+    def _observation(self, obs: Any, reward: float | None, done: bool) -> Observation:
         raise NotImplementedError
 
-    def reset(self, seed: Optional[int] = None, episode_id: Optional[str] = None,
+    def reset(self, seed: int | None = None, episode_id: str | None = None,
               **kwargs: Any) -> Observation:
         obs, _info = self._env.reset(seed=seed)
         self._state = State(episode_id=episode_id or str(uuid.uuid4()), step_count=0)
         return self._observation(obs, None, False)
 
-    def step(self, action: Action, timeout_s: Optional[float] = None, **kwargs: Any) -> Observation:
+    def step(self, action: Action, timeout_s: float | None = None, **kwargs: Any) -> Observation:
         obs, reward, terminated, truncated, _info = self._env.step(action.action)
         self._state.step_count += 1
         return self._observation(obs, float(reward), bool(terminated or truncated))
@@ -86,7 +85,7 @@ class CartPoleEnvironment(_GymEnvironment):
     def _make(self) -> gym.Env:
         return gym.make("CartPole-v1")
 
-    def _observation(self, obs: Any, reward: Optional[float], done: bool) -> Observation:
+    def _observation(self, obs: Any, reward: float | None, done: bool) -> Observation:
         return CartPoleObservation(obs=obs.tolist(), reward=reward, done=done)
 
 
@@ -94,7 +93,7 @@ class ImageEnvironment(_GymEnvironment):
     def _make(self) -> gym.Env:
         return RandomImageEnv()
 
-    def _observation(self, obs: Any, reward: Optional[float], done: bool) -> Observation:
+    def _observation(self, obs: Any, reward: float | None, done: bool) -> Observation:
         return ImageObservation(pixels=obs.tolist(), reward=reward, done=done)
 
 

@@ -93,7 +93,6 @@ N_ACTIONS = 1024
 
 def _make_env(env: str) -> Any:
     import gymnasium as gym
-
     from _envs import RandomImageEnv
 
     return gym.make("CartPole-v1") if env == "cartpole" else RandomImageEnv()
@@ -184,9 +183,8 @@ class OfficialClient:
 
 def official_cartpole_app():
     """uvicorn ``--factory``: the official server for CartPole-v1, room for 64 sessions."""
-    from openenv.core.env_server import create_app
-
     import _official_env as O
+    from openenv.core.env_server import create_app
 
     return create_app(O.CartPoleEnvironment, O.CartPoleAction, O.CartPoleObservation,
                       env_name="cartpole_bench", max_concurrent_envs=max(NS))
@@ -194,9 +192,8 @@ def official_cartpole_app():
 
 def official_image_app():
     """uvicorn ``--factory``: the official server for the image env, room for 64 sessions."""
-    from openenv.core.env_server import create_app
-
     import _official_env as O
+    from openenv.core.env_server import create_app
 
     return create_app(O.ImageEnvironment, O.ImageAction, O.ImageObservation,
                       env_name="image84_bench", max_concurrent_envs=max(NS))
@@ -357,7 +354,8 @@ def render(data: dict, envs: list[str]) -> str:
         lines += [f"### {ENVS[env]}", "", "| client | " + " | ".join(f"N={n}" for n in NS) + " |",
                   "|---|" + "---|" * len(NS)]
         for kind, label in KINDS.items():
-            cells = [data["errors"].get(f"{env}/{kind}/{n}") and "failed" or H.fmt_mmm(data["summary"][f"{env}/{kind}/{n}"])
+            cells = [data["errors"].get(f"{env}/{kind}/{n}") and "failed"
+                     or H.fmt_mmm(data["summary"][f"{env}/{kind}/{n}"])
                      for n in NS]
             lines.append(f"| {label} | " + " | ".join(cells) + " |")
         lines.append("")

@@ -36,12 +36,12 @@ import asyncio
 import json
 import os
 import random
-import shutil
-import tempfile
 import re
+import shutil
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 import urllib.request
@@ -223,7 +223,6 @@ class FrameGen:
 
     def g_wrong_type(self):
         """Walk every field of every message kind, putting a value of each type in it."""
-        r = self.r
         i = self.field_cycle
         self.field_cycle += 1
         path = self.FIELD_PATHS[i % len(self.FIELD_PATHS)]
@@ -767,7 +766,8 @@ class Crashes:
             killed, note = await replay_kills(ctx.ws_url, server, cand)
             if killed:
                 path = LOGS / f"{LOG_PREFIX}-crash{len(ctx.crashes) + 1}-{i}.bin"
-                data = cand["payload"] if isinstance(cand["payload"], bytes) else cand["payload"].encode("utf-8", "surrogatepass")
+                payload = cand["payload"]
+                data = payload if isinstance(payload, bytes) else payload.encode("utf-8", "surrogatepass")
                 path.write_bytes(data)
                 crash["confirmed"].append({"variant": cand["variant"], "kind": cand["kind"],
                                            "len": len(cand["payload"]), "returncode": server.proc.returncode,
@@ -837,6 +837,7 @@ def healthy_main(argv: list[str]) -> int:
     a = p.parse_args(argv)
     import gymnasium as gym
     import numpy as np
+
     import openenv_gym
 
     result: dict[str, Any] = {"encoding": a.encoding, "steps": 0, "episodes": 0, "mismatches": 0,
@@ -1093,10 +1094,12 @@ def print_report(r: dict) -> None:
         tot = sum(v.values())
         print(f"| {c} | {tot:,} | " + ", ".join(f"{k} {n:,}" for k, n in v.items()) + " |")
     print(f"\nclose after closing error: {r['closes_after_closing_error']}")
-    print(f"failures: {r['failure_kinds'] or 'none'}; hangs: {r['hangs']}; slowest reply {r['max_reply_s'] * 1e3:.1f} ms "
+    print(f"failures: {r['failure_kinds'] or 'none'}; hangs: {r['hangs']}; "
+          f"slowest reply {r['max_reply_s'] * 1e3:.1f} ms "
           f"({r['slowest_reply'].get('variant')}, {r['slowest_reply'].get('kind')})")
     for c in r["server_crashes"]:
-        print(f"CRASH at frame {c['at_frame']:,}: returncode {c['returncode']}; confirmed {[(x['variant'], x['len'], x['returncode']) for x in c['confirmed']]}")
+        confirmed = [(x["variant"], x["len"], x["returncode"]) for x in c["confirmed"]]
+        print(f"CRASH at frame {c['at_frame']:,}: returncode {c['returncode']}; confirmed {confirmed}")
     print(f"healthy total: {r['healthy_total']}")
     for hr in r["healthy"]:
         print(f"  healthy {hr.get('encoding')} (server #{hr['server_incarnation']}): {hr.get('steps', 0):,} steps, "

@@ -402,7 +402,8 @@ def main() -> int:
                     "health_ready": health_ready, "health_mid": health_mid, "health_end": health_end,
                     "metrics_status": mcode, "metrics": metrics,
                     "metrics_quantiles_ms": {q: v * 1e3 for q, v in metrics["quantiles"].items()},
-                    "metrics_mean_ms": (metrics["openenv_gym_step_seconds_sum"] / metrics["openenv_gym_step_seconds_count"] * 1e3
+                    "metrics_mean_ms": (metrics["openenv_gym_step_seconds_sum"]
+                                        / metrics["openenv_gym_step_seconds_count"] * 1e3
                                         if metrics.get("openenv_gym_step_seconds_count") else None),
                     "cpu_s_in_window": (cpu1 - cpu0) if cpu0 is not None and cpu1 is not None else None,
                     "rss_kib": {"before": rss_before, "mid": rss_mid.get("VmRSS"), "end": rss_end.get("VmRSS"),
@@ -438,7 +439,8 @@ def report(r: dict) -> None:
     print(f"sequence check: {r['sequence_check']}")
     for c in r["clients"]:
         print(f"  client {c.get('ids')} {c.get('encoding')}: {c.get('steps', 0):,} steps, per session "
-              f"{c.get('steps_per_session_min')}-{c.get('steps_per_session_max')}, connect {c.get('connect_s', 0):.1f} s, "
+              f"{c.get('steps_per_session_min')}-{c.get('steps_per_session_max')}, "
+              f"connect {c.get('connect_s', 0):.1f} s, "
               f"client CPU {c.get('client_cpu_s', 0):.1f} s, errors {c.get('errors')}")
         for e in c.get("error_examples", [])[:3]:
             print("     ", e)

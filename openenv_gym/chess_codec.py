@@ -127,7 +127,7 @@ class AlphaZeroChess(gym.Wrapper):
             self._push(move)
         self._follow(raw["fen"])
         obs, info = self._observe(info)
-        return obs, reward, terminated, truncated, info
+        return obs, float(reward), terminated, truncated, info
 
     def action_masks(self) -> np.ndarray:
         """The legal actions now, as a ``bool`` array (sb3-contrib's MaskablePPO calls this)."""

@@ -41,8 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from . import spaces
-from .errors import ErrorCode, ProtocolError
-from .protocol import jsonable
+from .protocol.messages import error_entry, invalid
 
 __all__ = ["FieldsEnv", "FieldsObservation", "model_schema", "validate_action", "BASE_STATE_DESCRIPTION"]
 
@@ -183,7 +182,7 @@ class FieldsEnv(abc.ABC):
     def state(self) -> dict[str, Any]:
         """The episode state (``episode_id``, ``step_count``, env fields)."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional: most envs hold nothing to release
         """Release what the env holds."""
 
     @classmethod
@@ -231,37 +230,30 @@ def validate_action(schema: Mapping[str, Any], data: Any) -> dict[str, Any]:
         {'column': 3}
     """
     if not isinstance(data, dict):
-        raise ProtocolError(
-            ErrorCode.VALIDATION_ERROR, "Invalid message",
-            errors=[_error([], "Input should be a valid dictionary", data, "dict_type")],
-        )
+        raise invalid(error_entry([], "Input should be a valid dictionary", data, "dict_type"))
     properties = schema.get("properties", {})
     defs = schema.get("$defs", {})
     errors: list[dict] = []
     out: dict[str, Any] = {}
     for key, value in data.items():
         if key not in properties:
-            errors.append(_error([key], "Extra inputs are not permitted", value, "extra_forbidden"))
+            errors.append(error_entry([key], "Extra inputs are not permitted", value, "extra_forbidden"))
             continue
         try:
             out[key] = _coerce(properties[key], value, defs)
         except _Invalid as exc:
-            errors.append(_error([key], exc.msg, value, exc.kind))
+            errors.append(error_entry([key], exc.msg, value, exc.kind))
     for key in schema.get("required", ()):
         if key not in data:
-            errors.append(_error([key], "Field required", data, "missing"))
+            errors.append(error_entry([key], "Field required", data, "missing"))
     if errors:
-        raise ProtocolError(ErrorCode.VALIDATION_ERROR, "Invalid message", errors=errors)
+        raise invalid(*errors)
     return out
 
 
 class _Invalid(Exception):
     def __init__(self, msg: str, kind: str) -> None:
         self.msg, self.kind = msg, kind
-
-
-def _error(loc: list, msg: str, value: Any, kind: str) -> dict:
-    return {"type": kind, "loc": loc, "msg": msg, "input": jsonable(value)}
 
 
 def _coerce(schema: Mapping[str, Any], value: Any, defs: Mapping[str, Any]) -> Any:

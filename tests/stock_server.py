@@ -9,7 +9,6 @@ carries a ``label`` string, a ``history`` list and a float ``progress``.
 from __future__ import annotations
 
 import uuid
-from typing import Optional
 
 from openenv.core.env_server import create_app
 from openenv.core.env_server.interfaces import Environment
@@ -27,7 +26,7 @@ class CounterObservation(Observation):
     progress: float = 0.0
     label: str = ""
     history: list[int] = Field(default_factory=list)
-    winner: Optional[str] = None
+    winner: str | None = None
 
 
 class CounterState(State):
@@ -44,7 +43,7 @@ class CounterEnvironment(Environment):
         self.target = target
         self._state = CounterState(episode_id=None, step_count=0)
 
-    def reset(self, seed: Optional[int] = None, episode_id: Optional[str] = None, **kwargs) -> CounterObservation:
+    def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs) -> CounterObservation:
         start = (seed or 0) % 5
         self._state = CounterState(episode_id=episode_id or str(uuid.uuid4()), step_count=0, count=start)
         return self._observe(reward=None)

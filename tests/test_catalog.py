@@ -335,7 +335,7 @@ def test_connect4_and_gridworld_builtins():
         env.reset()
         down, right = 1, 3  # indices into the enum UP, DOWN, LEFT, RIGHT
         steps = [down] * 4 + [right] * 4
-        for i, move in enumerate(steps):
+        for move in steps:
             obs, reward, terminated, _, _ = env.step({"action": move})
         assert (int(obs["x"]), int(obs["y"]), reward, terminated) == (4, 4, 1.0, True)
         assert obs["message"] == "You found the goal!"

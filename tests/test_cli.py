@@ -13,6 +13,7 @@ from pathlib import Path
 
 import gymnasium as gym
 import pytest
+from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
 from tests.conftest import free_port, server_process, subprocess_env
@@ -141,7 +142,7 @@ def test_a_text_frame_that_is_not_utf8_is_one_warning_line():
             with ws.protocol_mutex:  # bypass the client's own UTF-8 check
                 ws.protocol.send_text(b"\xff\xfe not utf-8")
                 ws.send_data()
-            with pytest.raises(Exception):
+            with pytest.raises(ConnectionClosed):
                 ws.recv(10)  # the server closes with 1007
         with urllib.request.urlopen(f"{url}/health", timeout=10) as response:
             assert response.status == 200

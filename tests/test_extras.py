@@ -19,10 +19,10 @@ import re
 import shutil
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 
 import openenv_gym
 from tests.conftest import ROOT, free_port, package_source, server_process

@@ -19,7 +19,13 @@ from websockets.sync.client import connect
 
 import openenv_gym
 from openenv_gym.client.retry import RECONNECTED, Reconnect
-from openenv_gym.errors import ConnectionClosedError, ExecutionError, MessageTimeoutError, SessionError
+from openenv_gym.errors import (
+    ConnectionClosedError,
+    ExecutionError,
+    MessageTimeoutError,
+    SessionError,
+    ValidationError,
+)
 from tests.conftest import free_port, server_process
 from tests.envs import SlowEnv
 
@@ -180,7 +186,7 @@ def test_metrics_endpoint():
             env.reset(seed=0)
             for _ in range(5):
                 env.step(0)
-            with pytest.raises(Exception):
+            with pytest.raises(ValidationError):
                 env.step(7)
             with urllib.request.urlopen(url + "/metrics", timeout=5) as response:
                 text = response.read().decode()

@@ -36,11 +36,11 @@ class DroneSwarm(ParallelEnv):
         self.max_steps = max_steps
         self.agents: list[str] = []
 
-    @functools.lru_cache(maxsize=None)
+    @functools.cache  # noqa: B019 - PettingZoo's documented pattern; the env lives for one test
     def observation_space(self, agent: str) -> gym.Space:
         return gym.spaces.Box(-50.0, 50.0, shape=(4,), dtype=np.float32)
 
-    @functools.lru_cache(maxsize=None)
+    @functools.cache  # noqa: B019 - as above
     def action_space(self, agent: str) -> gym.Space:
         return gym.spaces.Box(-1.0, 1.0, shape=(2,), dtype=np.float32)
 

@@ -20,9 +20,9 @@ from websockets.sync.client import connect
 import openenv_gym
 from openenv_gym import cli
 from openenv_gym.errors import ConnectionClosedError
-from openenv_gym.server import run
 from openenv_gym.protocol import MSGPACK_SUBPROTOCOL
 from openenv_gym.protocol.codecs import EXT_NDARRAY
+from openenv_gym.server import run
 
 PACKAGE = pathlib.Path(openenv_gym.__file__).parent
 TOKEN = "correct horse battery staple"

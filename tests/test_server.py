@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -12,8 +11,8 @@ import urllib.error
 import urllib.request
 
 import msgpack
-import numpy as np
 import pytest
+from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
 import openenv_gym
@@ -93,7 +92,7 @@ def test_binary_frame_on_a_json_session_ends_it_cleanly(cartpole_url):
         sock.send(b"\x81\xa4type\xa5state")
         reply = json.loads(sock.recv(timeout=10))
         assert reply["data"]["code"] == "SESSION_ERROR" and "msgpack" in reply["data"]["message"]
-        with pytest.raises(Exception):
+        with pytest.raises(ConnectionClosed):
             sock.recv(timeout=10)
         assert sock.close_code == 1000
 
@@ -115,7 +114,7 @@ def test_msgpack_session_on_the_raw_protocol(cartpole_url):
 def test_close_message_ends_the_session_with_1000(cartpole_url):
     with ws(cartpole_url) as sock:
         sock.send(json.dumps({"type": "close"}))
-        with pytest.raises(Exception):
+        with pytest.raises(ConnectionClosed):
             sock.recv(timeout=10)
         assert sock.close_code == 1000
 
@@ -160,7 +159,7 @@ def test_capacity_reached_exactly_like_openenv():
                     "max_sessions": 2,
                 },
             }
-            with pytest.raises(Exception):
+            with pytest.raises(ConnectionClosed):
                 sock.recv(timeout=10)
             assert sock.close_code == 1000
         third = openenv_gym.RemoteEnv(url)
@@ -212,7 +211,7 @@ def test_idle_sessions_are_closed():
             ask(sock, {"type": "reset"})
             reply = json.loads(sock.recv(timeout=10))
             assert reply["data"]["code"] == "SESSION_ERROR" and "without a message" in reply["data"]["message"]
-            with pytest.raises(Exception):
+            with pytest.raises(ConnectionClosed):
                 sock.recv(timeout=10)
 
 

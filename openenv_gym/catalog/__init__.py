@@ -32,12 +32,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
-from gymnasium.envs.registration import load_env_creator as import_path
+from gymnasium.envs.registration import load_env_creator
 from gymnasium.vector import AutoresetMode, SyncVectorEnv, VectorEnv, VectorWrapper
 
 from ..client.remote_env import RemoteEnv
 from ..client.vector import RemoteVectorEnv
 from ..errors import OpenEnvGymError
+
+
+def import_path(path: str) -> Any:
+    """The object at ``"module:attribute"`` (a server factory or a codec wrapper)."""
+    return load_env_creator(path)
+
 
 __all__ = ["CatalogEntry", "CATALOG", "list_envs", "get", "make", "register_catalog"]
 
@@ -263,5 +269,8 @@ def register_catalog() -> None:
     for entry in CATALOG:
         if entry.id not in gym.registry:
             gym.register(
-                id=entry.id, entry_point=make, vector_entry_point=make_vec, kwargs={"name": entry.name}
+                id=entry.id,
+                entry_point=make,  # type: ignore[arg-type]  # Gymnasium's creator types take no keywords
+                vector_entry_point=make_vec,  # type: ignore[arg-type]
+                kwargs={"name": entry.name},
             )

@@ -33,8 +33,13 @@ import uuid
 from typing import Any
 
 from ..fields import (
-    BASE_STATE_DESCRIPTION, FieldsEnv, FieldsObservation, model_schema, validate_action,
+    BASE_STATE_DESCRIPTION,
+    FieldsEnv,
+    FieldsObservation,
+    model_schema,
+    validate_action,
 )
+from ..protocol.mcp import text_content
 
 __all__ = ["EchoEnvironment", "TOOLS"]
 
@@ -205,7 +210,7 @@ def call_tool(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     message = _check_arguments(name, arguments)
     if name == "echo_message":
         return {
-            "content": [_text(message)],
+            "content": [text_content(message)],
             "structured_content": {"result": message},
             "meta": {"fastmcp": {"wrap_result": True}},
             "data": message,
@@ -213,16 +218,12 @@ def call_tool(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         }
     value = {"message": message, "length": len(message)}
     return {
-        "content": [_text(json.dumps(value, ensure_ascii=False, separators=(",", ":")))],
+        "content": [text_content(json.dumps(value, ensure_ascii=False, separators=(",", ":")))],
         "structured_content": value,
         "meta": None,
         "data": value,
         "is_error": False,
     }
-
-
-def _text(text: str) -> dict:
-    return {"type": "text", "text": text, "annotations": None, "meta": None}
 
 
 def _check_arguments(name: str, arguments: dict[str, Any]) -> str:

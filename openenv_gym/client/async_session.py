@@ -23,6 +23,7 @@ from typing import Any
 
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake
+from websockets.typing import Subprotocol
 
 from ..errors import CLOSING_ERRORS, ConnectionClosedError, MessageTimeoutError, ProtocolMismatchError, RemoteError
 from ..protocol import WS_REPLIES, ClientMessage, Close, Codec, ServerMessage, is_loopback
@@ -64,7 +65,7 @@ class AsyncSession:
         try:
             websocket = await connect(
                 url,
-                subprotocols=list(options.subprotocols),
+                subprotocols=[Subprotocol(p) for p in options.subprotocols],
                 compression=None,
                 additional_headers=options.request_headers,
                 open_timeout=options.connect_timeout,

@@ -218,7 +218,7 @@ class Connection:
                     self._sock.settimeout(None)
                 try:
                     data = self._sock.recv(_RECV_BYTES)
-                except (socket.timeout, TimeoutError):
+                except TimeoutError:
                     continue
                 except OSError as exc:
                     self._lost(exc)
@@ -372,7 +372,7 @@ class Connection:
             self._sock.settimeout(0)
             try:
                 data = self._sock.recv(_RECV_BYTES)
-            except (BlockingIOError, socket.timeout):
+            except (TimeoutError, BlockingIOError):
                 data = None
             except OSError as exc:
                 self._lost(exc)

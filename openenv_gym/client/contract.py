@@ -16,7 +16,6 @@ from __future__ import annotations
 from typing import Any
 
 import gymnasium as gym
-import numpy as np
 
 from .. import spaces
 from ..errors import ErrorCode, ProtocolError
@@ -106,16 +105,15 @@ class FieldsContract(Contract):
         self.action_space = self._act.space
 
     @staticmethod
-    def _fields(schema: Any, user_space: gym.Space | None, exclude, what: str) -> spaces.InferredSpace:
+    def _fields(schema: Any, user_space: gym.Space | None, exclude: tuple[str, ...], what: str) -> spaces.InferredSpace:
         if user_space is not None:
-            keys = tuple(user_space.spaces) if isinstance(user_space, gym.spaces.Dict) else None
+            parts = user_space.spaces if isinstance(user_space, gym.spaces.Dict) else None
 
             def to_space(value: Any) -> Any:
-                if keys is not None and isinstance(value, dict):
+                if parts is not None and isinstance(value, dict):
                     return {
-                        k: spaces.decode(user_space[k], value[k], path=k)
-                        if k in value else spaces.neutral(user_space[k])
-                        for k in keys
+                        k: spaces.decode(space, value[k], path=k) if k in value else spaces.neutral(space)
+                        for k, space in parts.items()
                     }
                 return spaces.decode(user_space, value)
 

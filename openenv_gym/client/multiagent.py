@@ -21,7 +21,6 @@ msgpack frames keep every numpy type.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym

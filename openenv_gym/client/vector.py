@@ -37,7 +37,7 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from copy import deepcopy
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Union
+from typing import TYPE_CHECKING, Any, Literal
 
 import gymnasium as gym
 import numpy as np
@@ -65,7 +65,7 @@ __all__ = ["RemoteVectorEnv", "VectorMode"]
 
 #: ``"auto"``: batched when every server offers it, else sessions.
 VectorMode = Literal["auto", "batched", "sessions"]
-Unit = Union[SessionUnit, VectorUnit]
+Unit = SessionUnit | VectorUnit
 #: Every reply of a ``/vector`` session, the one to ``vector_open`` included.
 _VECTOR_REPLIES = {**wire.OPEN_REPLIES, **wire.VECTOR_REPLIES}
 
@@ -116,8 +116,9 @@ def _server_load(url: str, headers: Mapping[str, str] | None, timeout: float | N
     if not isinstance(health, dict):
         return 0, None
     active, available = health.get("active_sessions"), health.get("available_sessions")
-    valid = isinstance(active, int) and isinstance(available, int)
-    return (active, available) if valid else (0, None)
+    if isinstance(active, int) and isinstance(available, int):
+        return active, available
+    return 0, None
 
 
 class RemoteVectorEnv(VectorEnv):
@@ -216,7 +217,9 @@ class RemoteVectorEnv(VectorEnv):
         """Read every server's ``/schema`` and ``/health``: the mode, and how many
         envs go to which server (least-loaded first)."""
         options = self.options
-        schemas = [get_json(f"{u}/schema", headers=options.request_headers, timeout=options.connect_timeout) for u in urls]
+        schemas = [
+            get_json(f"{u}/schema", headers=options.request_headers, timeout=options.connect_timeout) for u in urls
+        ]
         contracts = [
             contract_from_schema(s, observation_space=observation_space, action_space=action_space)
             for s in schemas
@@ -321,7 +324,7 @@ class RemoteVectorEnv(VectorEnv):
             capacity = [(server, e) for server, e in errors if isinstance(e, CapacityReachedError)]
             if capacity:
                 raise self._capacity_error(*capacity[0], plan.sizes) from capacity[0][1]
-            raise errors[0][1]
+            raise errors[0][1]  # type: ignore[misc]  # t.exception() is not None here
         return units
 
     def _capacity_error(self, server: int, error: CapacityReachedError, sizes: list[int]) -> CapacityReachedError:
@@ -522,7 +525,7 @@ class RemoteVectorEnv(VectorEnv):
             return [None] * self.num_envs
         if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
             return [int(seed) + i for i in range(self.num_envs)]
-        seeds = list(seed)
+        seeds = list(seed)  # type: ignore[arg-type]  # a bool was refused above, as an int
         if len(seeds) != self.num_envs:
             raise ValueError(
                 f"If seeds are passed as a list the length must match num_envs={self.num_envs} "

@@ -27,7 +27,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar, Union
+from typing import Any, TypeVar
 
 import gymnasium as gym
 import numpy as np
@@ -43,7 +43,7 @@ from .retry import LOST_REASON, RECONNECTED, RECOVERABLE, Reconnect
 
 __all__ = ["Batch", "Recovery", "SessionUnit", "VectorUnit", "concat_batches", "take_rows", "infos_for"]
 
-Session = Union[AsyncSession, BlockingSession]
+Session = AsyncSession | BlockingSession
 #: Opens a new connection for a unit (its first request is the unit's own).
 Connect = Callable[[], Awaitable[Session]]
 T = TypeVar("T")
@@ -110,6 +110,11 @@ def _item(space: gym.Space, value: Any, row: int) -> Any:
     if isinstance(space, gym.spaces.Dict):
         return {k: _item(s, value[k], row) for k, s in space.spaces.items()}
     return value[row]
+
+
+def _empty(space: gym.Space, n: int) -> Any:
+    """Gymnasium's empty batch of ``n`` values of ``space`` (to concatenate into)."""
+    return create_empty_array(space, n)
 
 
 def _place_infos(num_envs: int, parts: list[tuple[dict, np.ndarray]]) -> dict:
@@ -179,7 +184,7 @@ def _select(space: gym.Space, pick: np.ndarray, a: Batch, b: Batch) -> Batch:
     items = [_item(space, (b if p else a).obs, i) for i, p in enumerate(pick)]
     rows_a, rows_b = np.flatnonzero(~pick), np.flatnonzero(pick)
     return Batch(
-        obs=concatenate(space, items, create_empty_array(space, n)),
+        obs=concatenate(space, items, _empty(space, n)),
         rewards=np.where(pick, b.rewards, a.rewards),
         terminations=np.where(pick, b.terminations, a.terminations),
         truncations=np.where(pick, b.truncations, a.truncations),
@@ -204,7 +209,7 @@ def infos_for(num_envs: int, per_env: list[tuple[int, dict]], infos: dict | None
     infos = {} if infos is None else infos
     for index, info in per_env:
         if info:
-            infos = batcher._add_info(infos, info, index)
+            infos = batcher._add_info(infos, info, index)  # type: ignore[misc]  # Gymnasium's, borrowed
     return infos
 
 
@@ -350,7 +355,7 @@ class SessionUnit(_Unit):
     def _batch(self, obs: Any, reward: float, terminated: bool, truncated: bool, infos: list[dict]) -> Batch:
         self._obs = obs
         return Batch(
-            obs=concatenate(self.space, [obs], create_empty_array(self.space, 1)),
+            obs=concatenate(self.space, [obs], _empty(self.space, 1)),
             rewards=np.array([reward], dtype=np.float64),
             terminations=np.array([terminated]),
             truncations=np.array([truncated]),
@@ -377,7 +382,8 @@ class SessionUnit(_Unit):
         session = self._live()
         action = _item(single_action_space, actions, 0 if rows is None else int(rows[0]))
         try:
-            step = self.contract.read(session.codec, await session.request(self.contract.step_message(session.codec, action)))
+            reply = await session.request(self.contract.step_message(session.codec, action))
+            step = self.contract.read(session.codec, reply)
         except RECOVERABLE as error:
             if self._recovery is None:
                 raise
@@ -462,7 +468,9 @@ class VectorUnit(_Unit):
         return Batch(self._obs, np.zeros(n), np.zeros(n, np.bool_), np.zeros(n, np.bool_), {}, self.env_ids)
 
     @staticmethod
-    def _reset_message(session: Session, seeds: list, options: dict | None, mask: np.ndarray | None) -> wire.VectorReset:
+    def _reset_message(
+        session: Session, seeds: list, options: dict | None, mask: np.ndarray | None
+    ) -> wire.VectorReset:
         if mask is not None:
             options = {**(options or {}), "reset_mask": session.codec.pack_array(mask)}
         seed = None if all(s is None for s in seeds) else [None if s is None else int(s) for s in seeds]

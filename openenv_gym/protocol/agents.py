@@ -36,7 +36,8 @@ __all__ = [
     "AGENTS_PATH",
     "AGENTS_VERSION",
     "game_step",
-    "read_game_step",
+    "read_aec_step",
+    "read_parallel_step",
     "game_observation",
     "read_game",
 ]
@@ -64,17 +65,20 @@ def game_step(codec: Codec, action_spaces: Mapping[str, gym.Space], actions: Map
     return Step({"actions": encoded})
 
 
-def read_game_step(codec: Codec, action_spaces: Mapping[str, gym.Space], step: Step, api: str, agent_to_act: str | None) -> dict[str, Any]:
-    """The actions of a game ``step``: ``{agent_selection: action}`` (AEC; the
-    action may be ``None``) or the parallel API's ``{agent: action}``, each
-    decoded and checked against its agent's space (VALIDATION_ERROR otherwise)."""
+def read_aec_step(codec: Codec, action_spaces: Mapping[str, gym.Space], step: Step, agent: str) -> Any:
+    """The AEC API's action of ``agent`` (the agent to act) in a game ``step``:
+    ``None`` for an agent that is done, else decoded and checked against its
+    space (VALIDATION_ERROR otherwise)."""
     fields = step.fields
-    if api == "aec":
-        check_action_fields(codec, fields, _ACTION)
-        value = fields["action"]
-        if value is None:
-            return {agent_to_act: None}
-        return {agent_to_act: _agent_action(codec, action_spaces, agent_to_act, value, ["action"])}
+    check_action_fields(codec, fields, _ACTION)
+    value = fields["action"]
+    return None if value is None else _agent_action(codec, action_spaces, agent, value, ["action"])
+
+
+def read_parallel_step(codec: Codec, action_spaces: Mapping[str, gym.Space], step: Step) -> dict[str, Any]:
+    """The parallel API's ``{agent: action}`` of a game ``step``, each decoded and
+    checked against its agent's space (VALIDATION_ERROR otherwise)."""
+    fields = step.fields
     check_action_fields(codec, fields, _ACTIONS)
     encoded = fields["actions"]
     if not isinstance(encoded, dict):

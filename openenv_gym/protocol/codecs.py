@@ -296,10 +296,14 @@ def _pack_default(value: Any) -> Any:
         )
         return msgpack.ExtType(EXT_TUPLE, packed)
     # Subclasses of native types (IntEnum, OrderedDict, str enums, ...) and the rest.
-    for native in (bool, int, float, str, bytes, dict, list):
+    for native in _NATIVE_TYPES:
         if isinstance(value, native):
             return native(value)
     return jsonable(value)
+
+
+#: What msgpack packs natively (subclasses are packed as these).
+_NATIVE_TYPES: tuple[Any, ...] = (bool, int, float, str, bytes, dict, list)
 
 
 class MsgpackCodec(Codec):

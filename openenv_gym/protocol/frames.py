@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 from ..errors import ErrorCode, ProtocolError
 
@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 #: One WebSocket message: text (JSON) or binary (msgpack).
-Frame = Union[str, bytes]
+Frame = str | bytes
 
 #: Subprotocol that selects msgpack binary frames (openenv-gym extension, version 1).
 MSGPACK_SUBPROTOCOL = "openenv-gym.msgpack.v1"
@@ -99,6 +99,7 @@ def check_shape(value: Any, limits: Limits, frame_size: int) -> None:
         return
     stack = [(value, 1)]
     max_depth = limits.max_depth
+    children: Any
     while stack:
         node, depth = stack.pop()
         if isinstance(node, dict):

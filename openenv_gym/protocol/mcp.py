@@ -25,6 +25,7 @@ __all__ = [
     "parse_request",
     "error_response",
     "result_response",
+    "text_content",
     "PARSE_ERROR",
     "parse_error",
     "INVALID_REQUEST",
@@ -49,6 +50,11 @@ def error_response(request_id: Any, code: int, message: str, data: Any = None) -
 def result_response(request_id: Any, result: Any) -> dict[str, Any]:
     """A JSON-RPC success response."""
     return {"jsonrpc": "2.0", "id": request_id, "result": result}
+
+
+def text_content(text: str) -> dict[str, Any]:
+    """MCP's ``TextContent`` block of a tool result, as OpenEnv's FastMCP writes it."""
+    return {"type": "text", "text": text, "annotations": None, "meta": None}
 
 
 #: The response to a body that is not JSON at all.

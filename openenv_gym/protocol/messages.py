@@ -57,6 +57,8 @@ __all__ = [
     "parse_message",
     "parse_reply",
     "validation_error",
+    "error_entry",
+    "invalid",
     "check_fields",
     "EXTENSION_KEY",
 ]
@@ -76,13 +78,19 @@ class Data(enum.Enum):
     REQUIRED = "required"
 
 
+def error_entry(loc: list, msg: str, value: Any, kind: str = "value_error") -> dict[str, Any]:
+    """One pydantic-style entry of a VALIDATION_ERROR's ``errors``: what is wrong at ``loc``."""
+    return {"type": kind, "loc": loc, "msg": msg, "input": jsonable(value)}
+
+
 def validation_error(loc: list, msg: str, value: Any, kind: str = "value_error") -> ProtocolError:
     """A VALIDATION_ERROR naming the field ``loc``, with a pydantic-style ``errors`` entry."""
-    return ProtocolError(
-        ErrorCode.VALIDATION_ERROR,
-        "Invalid message",
-        errors=[{"type": kind, "loc": loc, "msg": msg, "input": jsonable(value)}],
-    )
+    return invalid(error_entry(loc, msg, value, kind))
+
+
+def invalid(*errors: dict[str, Any]) -> ProtocolError:
+    """A VALIDATION_ERROR listing the :func:`error_entry` ``errors``."""
+    return ProtocolError(ErrorCode.VALIDATION_ERROR, "Invalid message", errors=list(errors))
 
 
 def check_fields(data: Mapping[str, Any], required: frozenset[str], allowed: frozenset[str]) -> None:
@@ -308,9 +316,12 @@ class Observation(ServerMessage):
     def from_data(cls, data: dict) -> Observation:
         observation = data.get("observation")
         if not isinstance(observation, dict):
-            raise ProtocolError(ErrorCode.SESSION_ERROR, f"Observation without an 'observation' object: {_preview(data)}")
+            raise ProtocolError(
+                ErrorCode.SESSION_ERROR, f"Observation without an 'observation' object: {_preview(data)}"
+            )
         metadata = data.get("metadata")
-        return cls(observation, data.get("reward"), bool(data.get("done", False)), metadata if isinstance(metadata, dict) else None)
+        metadata = metadata if isinstance(metadata, dict) else None
+        return cls(observation, data.get("reward"), bool(data.get("done", False)), metadata)
 
     def to_wire(self) -> dict:
         data: dict = {"observation": self.observation, "reward": self.reward, "done": self.done}

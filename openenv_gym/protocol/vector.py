@@ -7,7 +7,8 @@ way. Values are encoded per the *batched* space
 ndarray on a msgpack session::
 
     C->S {"type": "vector_open", "data": {"num_envs": 8, "autoreset_mode": "NextStep"}}
-    S->C {"type": "vector_opened", "data": {"num_envs": 8, "autoreset_mode": "NextStep", "backend": "sync", "version": 1}}
+    S->C {"type": "vector_opened", "data": {"num_envs": 8, "autoreset_mode": "NextStep",
+                                            "backend": "sync", "version": 1}}
     C->S {"type": "reset", "data": {"seed": 0, "options": null}}
     S->C {"type": "vector_observation", "data": {"obs": <batched obs>, "infos": {...}}}
     C->S {"type": "step", "data": {"actions": <batched actions>}}
@@ -32,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Union
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
@@ -85,7 +86,7 @@ VECTOR_PATH = "/vector"
 VECTOR_VERSION = 1
 
 #: What ``autoreset_mode`` arguments accept: the enum or its string value.
-AutoresetLike = Union[AutoresetMode, str]
+AutoresetLike = AutoresetMode | str
 
 
 def autoreset_mode(value: AutoresetLike) -> AutoresetMode:

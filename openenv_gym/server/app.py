@@ -27,8 +27,7 @@ from starlette.routing import BaseRoute, WebSocketRoute
 from starlette.websockets import WebSocket
 
 from ..errors import ProtocolError
-from ..protocol import Limits, loads_json
-from ..protocol import mcp
+from ..protocol import Limits, loads_json, mcp
 from .auth import TokenAuth, token_from_env
 from .hosting import Server
 from .http import http_routes

@@ -195,7 +195,8 @@ class Server:
                 raise
         except Exception as exc:  # noqa: BLE001 - a bug must not take the server down
             logger.exception("session_failed id=%s", session.id)
-            await _quietly(reply(ErrorReply(ErrorCode.SESSION_ERROR, f"The server failed: {type(exc).__name__}: {exc}")))
+            failed = ErrorReply(ErrorCode.SESSION_ERROR, f"The server failed: {type(exc).__name__}: {exc}")
+            await _quietly(reply(failed))
         finally:
             self.sessions.pop(session.id, None)
             await session.close()
@@ -219,7 +220,7 @@ class Server:
         """
         client = channel.scope.get("client")
         elsewhere = channel.headers.get(PROCESS_HEADER) != PROCESS_TOKEN
-        local = bool(client) and is_loopback(client[0]) and elsewhere
+        local = client is not None and is_loopback(client[0]) and elsewhere
         table: Mapping[str, type[ClientMessage]] = route.messages
         expected = route.expected
         metrics = self.metrics

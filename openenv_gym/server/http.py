@@ -121,7 +121,10 @@ class _Endpoints:
         return json_response(handle_jsonrpc(payload))
 
 
-def _errors_as_responses(endpoint: Callable[[Request], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
+Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+def _errors_as_responses(endpoint: Endpoint) -> Endpoint:
     async def answer(request: Request) -> Response:
         try:
             return await endpoint(request)

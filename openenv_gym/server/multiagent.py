@@ -133,7 +133,7 @@ class MultiAgentSource:
     opponent: Opponent = random_opponent
 
     @classmethod
-    def from_probe(cls, factory: Callable[[], Any], probe: Any, name: str) -> "MultiAgentSource":
+    def from_probe(cls, factory: Callable[[], Any], probe: Any, name: str) -> MultiAgentSource:
         from pettingzoo import AECEnv
 
         agents = list(probe.possible_agents)
@@ -349,12 +349,11 @@ class AgentsSession(Session):
         spaces_ = self.multiagent.action_spaces
         if self.api == "aec":
             self.require_episode()  # before its first reset, an AEC game has no agent to act
-            agent = env.agent_selection
-            actions = wire.read_game_step(self.codec, spaces_, step, self.api, agent)
-            await self.run(env.step, actions[agent])
+            action = wire.read_aec_step(self.codec, spaces_, step, env.agent_selection)
+            await self.run(env.step, action)
             self.step_count += 1
             return self._reply(env, self._aec_snapshot(env))
-        actions = wire.read_game_step(self.codec, spaces_, step, self.api, None)
+        actions = wire.read_parallel_step(self.codec, spaces_, step)
         self.require_episode()
         observations, rewards, terminations, truncations, infos = await self.run(env.step, actions)
         self.step_count += 1

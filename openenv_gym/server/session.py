@@ -182,7 +182,8 @@ class _Timed:
     __slots__ = ("fn", "args", "kwargs", "elapsed")
 
     def __init__(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> None:
-        self.fn, self.args, self.kwargs, self.elapsed = fn, args, kwargs, None
+        self.fn, self.args, self.kwargs = fn, args, kwargs
+        self.elapsed: float | None = None
 
     def __call__(self) -> Any:
         start = time.perf_counter()

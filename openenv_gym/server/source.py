@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 import gymnasium as gym
 
 __all__ = ["EnvSource", "EnvLike"]
 
 #: What the server accepts as an environment.
-EnvLike = Union[str, Callable[..., Any], type]
+EnvLike = str | Callable[..., Any] | type
 
 
 @dataclass

@@ -34,8 +34,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector.utils import batch_space
 
-from ..errors import ErrorCode, ProtocolError
 from .. import spaces
+from ..errors import ErrorCode, ProtocolError
 from ..protocol import ClientMessage, Codec, Render, ServerMessage, validation_error
 from ..protocol import vector as wire
 from .routes import Opening, Route
@@ -43,6 +43,9 @@ from .session import EnvCaller, EnvHost
 from .source import EnvSource
 
 __all__ = ["VectorSession", "VectorRoute", "VectorBackend", "StepClock", "SLOW_ENV_STEP"]
+
+#: What steps a vector session's envs.
+_Backend = gym.vector.SyncVectorEnv | gym.vector.AsyncVectorEnv
 
 #: ``"sync"``: a SyncVectorEnv in the server process; ``"async"``: an AsyncVectorEnv
 #: (one worker process per sub-env, for slow envs on a many-core server);
@@ -118,10 +121,10 @@ class VectorSession(EnvHost):
     def in_process(self) -> bool:  # type: ignore[override]
         return self.backend == "sync"
 
-    def _make(self) -> gym.vector.VectorEnv:
+    def _make(self) -> _Backend:
         if self.backend == "async":
-            fns = [functools.partial(_make_in_worker, self.source.make, os.getpid())] * self.num_envs
-            return gym.vector.AsyncVectorEnv(fns, autoreset_mode=self.autoreset_mode)
+            in_worker = functools.partial(_make_in_worker, self.source.make, os.getpid())
+            return gym.vector.AsyncVectorEnv([in_worker] * self.num_envs, autoreset_mode=self.autoreset_mode)
         fns = [self.source.make] * self.num_envs
         return gym.vector.SyncVectorEnv(fns, autoreset_mode=self.autoreset_mode, copy=False)
 
@@ -179,14 +182,16 @@ class VectorSession(EnvHost):
                 ["actions"], f"The actions are not in the batched action space {self.action_space}", step.actions
             )
         if not self._reset_done:
-            raise ProtocolError(ErrorCode.EXECUTION_ERROR, "Call reset before step: this vector session has no episodes yet")
+            raise ProtocolError(
+                ErrorCode.EXECUTION_ERROR, "Call reset before step: this vector session has no episodes yet"
+            )
         obs, rewards, terminations, truncations, infos = await self.run(self._vector().step, actions)
         return wire.vector_observation(
             self.codec, self.observation_space, obs, infos,
             rewards=rewards, terminations=terminations, truncations=truncations,
         )
 
-    def _vector(self) -> gym.vector.VectorEnv:
+    def _vector(self) -> _Backend:
         if self.env is None:
             raise ProtocolError(ErrorCode.SESSION_ERROR, "The session's vector environment is closed")
         return self.env

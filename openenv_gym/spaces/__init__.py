@@ -42,9 +42,15 @@ Example::
 from __future__ import annotations
 
 from ._common import SpaceValueError
+
 # The limits outside __all__ stay importable from here too, as they were before the split.
-from .description import FORMAT, MAX_BOX_ELEMENTS, MAX_DESCRIPTION_DEPTH, MAX_NDIM, describe, restore
-from .infer import INFERRED_JSON_MAX_LENGTH, INFERRED_TEXT_MAX_LENGTH, InferredSpace, infer_fields, infer_space
+from .description import FORMAT, describe, restore
+from .description import MAX_BOX_ELEMENTS as MAX_BOX_ELEMENTS
+from .description import MAX_DESCRIPTION_DEPTH as MAX_DESCRIPTION_DEPTH
+from .description import MAX_NDIM as MAX_NDIM
+from .infer import INFERRED_JSON_MAX_LENGTH as INFERRED_JSON_MAX_LENGTH
+from .infer import INFERRED_TEXT_MAX_LENGTH as INFERRED_TEXT_MAX_LENGTH
+from .infer import InferredSpace, infer_fields, infer_space
 from .schema import SCHEMA_EXTENSION_KEY, to_json_schema
 from .values import MAX_SEQUENCE_LENGTH, contains, decode, encode, neutral
 

@@ -16,10 +16,12 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import OpenEnvGymError
+
 _SUPPORTED = "Box, Discrete, MultiDiscrete, MultiBinary, Text, Tuple, Dict, Sequence, Graph, OneOf"
 
 
-class SpaceValueError(ValueError):
+class SpaceValueError(OpenEnvGymError, ValueError):
     """Wire data (or a value) does not fit a space's structure, dtype or shape.
 
     The message starts with the path of the offending item inside the value, for example

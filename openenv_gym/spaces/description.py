@@ -347,7 +347,9 @@ def _nested_shape(x: Any, path: str) -> tuple[int, ...]:
 _INF_MARK = object()
 
 
-def _restore_bound(x: Any, dtype: np.dtype, shape: tuple[int, ...], path: str, inf: str) -> tuple[Any, np.ndarray | None]:
+def _restore_bound(
+    x: Any, dtype: np.dtype, shape: tuple[int, ...], path: str, inf: str
+) -> tuple[Any, np.ndarray | None]:
     """Parse a Box bound; returns (scalar or array, bounded-mask for int arrays with infinities)."""
     kind = dtype.kind
 
@@ -480,7 +482,8 @@ def _restore_text(d: Mapping[str, Any], path: str, depth: int) -> gs.Space:
 def _restore_list(d: Mapping[str, Any], key: str, path: str, depth: int, nonempty: bool = False) -> list[gs.Space]:
     items = d[key]
     if not isinstance(items, list) or (nonempty and not items):
-        raise ValueError(f"{path}[{key!r}]: expected a {'non-empty ' if nonempty else ''}list of space descriptions, got {_what(items)}")
+        what = f"{'non-empty ' if nonempty else ''}list of space descriptions"
+        raise ValueError(f"{path}[{key!r}]: expected a {what}, got {_what(items)}")
     return [_restore(item, f"{path}[{key!r}][{i}]", depth + 1) for i, item in enumerate(items)]
 
 

@@ -105,7 +105,9 @@ def _json_rule() -> _Rule:
         except (TypeError, ValueError) as e:
             raise _err(p, f"value is not JSON: {e}") from None
         if len(text) > INFERRED_JSON_MAX_LENGTH:
-            raise _err(p, f"JSON text of {len(text)} characters exceeds the inferred limit of {INFERRED_JSON_MAX_LENGTH}")
+            raise _err(
+                p, f"JSON text of {len(text)} characters exceeds the inferred limit of {INFERRED_JSON_MAX_LENGTH}"
+            )
         return text
 
     def to_json(v: Any, p: str) -> Any:
@@ -226,8 +228,8 @@ def _numeric_box(schema: Mapping[str, Any], shape: tuple[int, ...] = ()) -> gs.B
         dtype: Any = np.float64
     elif schema.get("type") == "integer":
         ilo, ihi = _int_bounds(schema)
-        lo = -math.inf if ilo is None or ilo <= _INT64.min else min(ilo, _INT64.max)  # type: ignore[assignment]
-        hi = math.inf if ihi is None or ihi >= _INT64.max else max(ihi, _INT64.min)  # type: ignore[assignment]
+        lo = -math.inf if ilo is None or ilo <= _INT64.min else min(ilo, _INT64.max)
+        hi = math.inf if ihi is None or ihi >= _INT64.max else max(ihi, _INT64.min)
         dtype = np.int64
     else:
         return None
@@ -315,7 +317,8 @@ def _nullable(inner: _Rule, schema: Mapping[str, Any]) -> _Rule:
 
         return _Rule(space, f_to_space, f_to_json, "other")
     if inner.kind == "integer":
-        box = gs.Box(low=-math.inf, high=space.high if space.bounded_above.all() else math.inf, shape=(), dtype=np.int64)  # type: ignore[attr-defined]
+        high = space.high if space.bounded_above.all() else math.inf  # type: ignore[attr-defined]
+        box = gs.Box(low=-math.inf, high=high, shape=(), dtype=np.int64)
         sentinel = int(_INT64.min)
 
         def i_to_space(v: Any, p: str) -> Any:

@@ -153,7 +153,8 @@ def _cast_array(arr: np.ndarray, dtype: np.dtype, path: str) -> np.ndarray:
             i = int(np.flatnonzero((flat < info.min) | (flat > info.max))[0]) if src in "f" else next(
                 j for j, x in enumerate(flat.tolist()) if not info.min <= x <= info.max
             )
-            raise _err(_leaf_path(path, i, arr.shape), f"{flat[i]} is out of range for {dtype} ({info.min}..{info.max})")
+            where = _leaf_path(path, i, arr.shape)
+            raise _err(where, f"{flat[i]} is out of range for {dtype} ({info.min}..{info.max})")
     return arr.astype(dtype)
 
 
@@ -368,7 +369,9 @@ def _encode_graph(space: gs.Graph, value: Any, path: str, arrays: bool) -> Any:
     if edges is None and links is None:
         return {"nodes": out_nodes, "edges": None, "edge_links": None}
     if space.edge_space is None or edges is None or links is None:
-        raise _err(path, "edges and edge_links must both be given (and the space must have an edge_space) or both be None")
+        raise _err(
+            path, "edges and edge_links must both be given (and the space must have an edge_space) or both be None"
+        )
     out_edges = _encode_batched(space.edge_space, edges, f"{path}.edges", arrays)
     out_links = _to_array(links, np.dtype(np.int64), (2,), f"{path}.edge_links", batch=True, any_int=True)
     return {"nodes": out_nodes, "edges": out_edges, "edge_links": _array_out(out_links, arrays)}
