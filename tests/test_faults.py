@@ -168,16 +168,43 @@ def test_sigterm_drains_in_flight_steps_then_closes_sessions():
 
 
 def test_keepalive_keeps_an_idle_client_connected():
+    """An idle client answers the server's pings at once, even one that sends no
+    pings of its own; a peer that never answers is dropped."""
     uvicorn_kwargs = {"ws_ping_interval": 0.2, "ws_ping_timeout": 0.2}
     with openenv_gym.local_server("CartPole-v1", uvicorn_kwargs=uvicorn_kwargs) as url:
         alive = openenv_gym.RemoteEnv(url, ping_interval=0.2)
-        silent = openenv_gym.RemoteEnv(url, ping_interval=None)  # nobody answers pings while idle
-        alive.reset(), silent.reset()
-        time.sleep(2.0)
-        alive.step(0)  # still connected: its keepalive answered the server's pings
-        with pytest.raises(ConnectionClosedError):
-            silent.step(0)
-        alive.close(), silent.close()
+        quiet = openenv_gym.RemoteEnv(url, ping_interval=None)  # answers pings, sends none
+        alive.reset(), quiet.reset()
+        silent = _handshake_then_silence(url)  # a peer that never reads, so never answers
+        try:
+            time.sleep(2.0)
+            alive.step(0)  # still connected: its keepalive answered the server's pings
+            quiet.step(0)
+            silent.settimeout(5)
+            assert _read_until_closed(silent), "the server kept a peer that answers no ping"
+        finally:
+            silent.close()
+            alive.close(), quiet.close()
+
+
+def _handshake_then_silence(url: str) -> socket.socket:
+    host, port = url.removeprefix("http://").split(":")
+    sock = socket.create_connection((host, int(port)), timeout=5)
+    sock.sendall(
+        b"GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+    )
+    assert b" 101 " in sock.recv(4096).split(b"\r\n", 1)[0]
+    return sock
+
+
+def _read_until_closed(sock: socket.socket) -> bool:
+    """Drain the socket (pings, the close frame) until the server closes it."""
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        if not sock.recv(4096):
+            return True
+    return False
 
 
 def test_metrics_endpoint():
