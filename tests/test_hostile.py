@@ -7,7 +7,11 @@ each test's docstring.
 
 from __future__ import annotations
 
+import json
+import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 
@@ -16,7 +20,8 @@ import pytest
 import openenv_gym
 from openenv_gym.client import ConnectOptions
 from openenv_gym.client.connection import Connection
-from openenv_gym.errors import MessageTimeoutError
+from openenv_gym.errors import ExecutionError, MessageTimeoutError
+from tests.conftest import free_port, server_process, subprocess_env
 
 
 class SilentServer:
@@ -89,3 +94,125 @@ def test_idle_blocking_clients_answer_pings_within_a_short_ping_timeout(client):
             env.step(env.action_space.sample())
         finally:
             env.close()
+
+
+# -- finding 3: SIGTERM always stops the server within the drain timeout --------------
+
+
+DRAIN = 2.0
+
+
+def serve_process(*extra: str, env: str = "CartPole-v1"):
+    port = free_port()
+    args = [sys.executable, "-m", "openenv_gym.cli", "serve", env, "--port", str(port),
+            "--drain-timeout", str(DRAIN), *extra]
+    return server_process(args, f"http://127.0.0.1:{port}"), port
+
+
+def stop_and_time(proc: subprocess.Popen) -> float:
+    started = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(DRAIN + 15)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the server did not exit after SIGTERM")
+    return time.monotonic() - started
+
+
+def test_sigterm_stops_a_server_whose_env_call_hung():
+    """Finding 3a: after an env call hung (even abandoned by --step-timeout) the process
+    never exited, because the executor's worker was joined at interpreter exit."""
+    context, port = serve_process("--step-timeout", "0.5", "--env-kwargs", '{"delay": 3600}',
+                                  env="tests.envs:SlowEnv")
+    with context as proc:
+        env = openenv_gym.RemoteEnv(f"http://127.0.0.1:{port}")
+        env.reset(seed=0)
+        with pytest.raises(ExecutionError, match="hung"):
+            env.step(0)
+        assert stop_and_time(proc) < DRAIN + 10
+        env.close()
+
+
+def test_sigterm_stops_a_server_with_an_env_call_hung_right_now():
+    """Finding 3a, without a step timeout: the call is still running at SIGTERM."""
+    context, port = serve_process("--env-kwargs", '{"delay": 3600}', env="tests.envs:SlowEnv")
+    with context as proc:
+        env = openenv_gym.RemoteEnv(f"http://127.0.0.1:{port}", message_timeout=30)
+        env.reset(seed=0)
+        threading.Thread(target=lambda: _quietly(env.step, 0), daemon=True).start()
+        time.sleep(0.5)
+        assert stop_and_time(proc) < DRAIN + 10
+
+
+def test_sigterm_stops_a_server_holding_a_body_that_never_comes():
+    """Finding 3b: a connection that declared a Content-Length and stopped sending kept
+    the process alive indefinitely."""
+    context, port = serve_process()
+    with context as proc:
+        with socket.create_connection(("127.0.0.1", port)) as sock:
+            sock.sendall(b"POST /reset HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                         b"Content-Length: 1000\r\n\r\n{")
+            time.sleep(0.3)
+            assert stop_and_time(proc) < DRAIN + 10
+
+
+def test_sigterm_stops_a_server_whose_client_reads_nothing():
+    """Finding 3c: a WebSocket client that never reads kept the process alive, and
+    keepalive could not drop it. Its replies (rendered frames, 2 MB each as JSON)
+    fill every buffer between the two, so the server's sends wait for room forever."""
+    context, port = serve_process("--env-kwargs", '{"render_mode": "rgb_array"}', env="Pendulum-v1")
+    with context as proc:
+        sock = _handshake_then_silence(port)
+        try:
+            sock.settimeout(5)
+            sock.sendall(_masked_text_frame(json.dumps({"type": "reset", "data": {}}).encode()))
+            render = _masked_text_frame(json.dumps({"type": "render"}).encode())
+            for _ in range(200):  # the replies pile up: this client reads none of them
+                sock.sendall(render)
+            time.sleep(3)  # the server renders until its sends block
+            assert stop_and_time(proc) < DRAIN + 10
+        finally:
+            sock.close()
+
+
+def test_a_program_that_used_local_server_exits_with_a_hung_env_call():
+    """Finding 3a: the same kept a program that used ``local_server()`` from ever exiting."""
+    script = (
+        "import threading, openenv_gym\n"
+        "from tests.envs import SlowEnv\n"
+        "with openenv_gym.local_server(SlowEnv, env_kwargs={'delay': 3600}, execution='thread') as url:\n"
+        "    env = openenv_gym.RemoteEnv(url)\n"
+        "    env.reset(seed=0)\n"
+        "    threading.Thread(target=env.step, args=(0,), daemon=True).start()\n"
+        "    import time; time.sleep(0.5)\n"
+        "print('done', flush=True)\n"
+    )
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                          env=subprocess_env())
+    assert proc.stdout.strip() == "done", proc.stderr
+    assert time.monotonic() - started < 30
+
+
+def _quietly(fn, *args) -> None:
+    try:
+        fn(*args)
+    except Exception:  # noqa: BLE001 - the server goes away under it
+        pass
+
+
+def _handshake_then_silence(port: int) -> socket.socket:
+    sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+    sock.sendall(
+        b"GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+    )
+    assert b" 101 " in sock.recv(4096).split(b"\r\n", 1)[0]
+    return sock
+
+
+def _masked_text_frame(payload: bytes) -> bytes:
+    """A client's text frame (clients must mask), payloads under 126 bytes."""
+    mask = b"\x01\x02\x03\x04"
+    masked = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+    return bytes([0x81, 0x80 | len(payload)]) + mask + masked

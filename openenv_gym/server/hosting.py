@@ -189,20 +189,22 @@ class Server:
         try:
             yield
         except ProtocolError as exc:
-            await _quietly(reply(ErrorReply.of(exc)))
+            await _bounded(reply(ErrorReply.of(exc)))
         except asyncio.CancelledError:
             if session.stop_reason is None:
                 raise
         except Exception as exc:  # noqa: BLE001 - a bug must not take the server down
             logger.exception("session_failed id=%s", session.id)
             failed = ErrorReply(ErrorCode.SESSION_ERROR, f"The server failed: {type(exc).__name__}: {exc}")
-            await _quietly(reply(failed))
+            await _bounded(reply(failed))
         finally:
+            # Each step of the goodbye is bounded: an env whose close hangs, or a
+            # peer that reads nothing, must not keep the session (or shutdown) waiting.
             self.sessions.pop(session.id, None)
-            await session.close()
+            await _bounded(session.close())
             if session.stop_reason is not None:
-                await _quietly(reply(ErrorReply(ErrorCode.SESSION_ERROR, session.stop_reason)))
-            await _quietly(channel.close(1001 if self.draining else 1000))
+                await _bounded(reply(ErrorReply(ErrorCode.SESSION_ERROR, session.stop_reason)))
+            await _bounded(channel.close(1001 if self.draining else 1000))
             logger.debug(
                 "session_close id=%s reason=%s active=%d", session.id,
                 "server" if session.stop_reason else "client", self.active_envs(),
@@ -297,6 +299,11 @@ class Server:
             logger.warning("drain_timeout sessions_left=%d", len(self.sessions))
 
 
-async def _quietly(awaitable: Awaitable[Any]) -> None:
+#: Seconds one step of ending a session (closing its env, a last frame) may take.
+GOODBYE_TIMEOUT = 5.0
+
+
+async def _bounded(awaitable: Awaitable[Any]) -> None:
+    """Await ``awaitable`` for at most :data:`GOODBYE_TIMEOUT` seconds, ignoring its failure."""
     with contextlib.suppress(Exception):
-        await awaitable
+        await asyncio.wait_for(awaitable, GOODBYE_TIMEOUT)

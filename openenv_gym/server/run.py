@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import logging
+import math
 import socket
 import threading
 import time
@@ -92,12 +93,15 @@ def uvicorn_config(
 
 
 class GracefulServer(uvicorn.Server):
-    """uvicorn, draining openenv-gym sessions before it closes connections.
+    """uvicorn, draining openenv-gym sessions before it closes connections, within
+    ``drain_timeout`` seconds in all.
 
-    On SIGINT or SIGTERM (or ``should_exit``), sessions in the middle of an
-    env call finish it and send the reply, every session gets a
-    SESSION_ERROR frame saying the server is shutting down and close code
-    1001, and only then does uvicorn close what is left.
+    On SIGINT or SIGTERM (or ``should_exit``), the server stops listening;
+    sessions in the middle of an env call finish it and send the reply, every
+    session gets a SESSION_ERROR frame saying the server is shutting down and
+    close code 1001; uvicorn then waits for the HTTP requests in flight until
+    the deadline, and whatever is left (a peer that sends a body it never
+    finishes, or reads nothing) is cut off, so the process always exits.
     """
 
     def __init__(self, config: uvicorn.Config, *, drain_timeout: float = 30.0) -> None:
@@ -105,12 +109,18 @@ class GracefulServer(uvicorn.Server):
         self.drain_timeout = drain_timeout
 
     async def shutdown(self, sockets: Any = None) -> None:
+        deadline = time.monotonic() + self.drain_timeout
         state = getattr(getattr(self.config.app, "state", None), "openenv_gym", None)
         if state is not None:
             for server in self.servers:  # refuse new connections while draining
                 server.close()
             await state.drain(self.drain_timeout)
+        self.config.timeout_graceful_shutdown = max(math.ceil(deadline - time.monotonic()), 1)  # whole seconds
         await super().shutdown(sockets)
+        for connection in list(self.server_state.connections):
+            transport = getattr(connection, "transport", None)
+            if transport is not None:
+                transport.abort()
 
 
 def serve(

@@ -16,10 +16,12 @@ their step time.
 from __future__ import annotations
 
 import asyncio
+import queue
+import threading
 import time
 import uuid
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import Any, Literal
 
 from ..errors import EnvCallTimeout, ErrorCode, ProtocolError
@@ -119,7 +121,7 @@ class EnvCaller:
         #: Seconds the calls spent running (on the thread: from when it started
         #: the call, so waiting for the thread is not counted), summed until reset.
         self.seconds = 0.0
-        self._executor: ThreadPoolExecutor | None = None
+        self._worker: _Worker | None = None
 
     @property
     def inline(self) -> bool:
@@ -138,12 +140,11 @@ class EnvCaller:
                     self._inline = False
                     self._fast_calls = 0
                     self.promote_after = min(self.promote_after * 2, MAX_PROMOTE_AFTER)
-        if self._executor is None:
-            self._executor = ThreadPoolExecutor(1, thread_name_prefix="openenv-gym-session")
+        if self._worker is None:
+            self._worker = _Worker()
         timed = _Timed(fn, args, kwargs)
-        loop = asyncio.get_running_loop()
         try:
-            future = loop.run_in_executor(self._executor, timed)
+            future = asyncio.wrap_future(self._worker.submit(timed))
             if self.timeout is None:
                 return await future
             try:
@@ -173,9 +174,43 @@ class EnvCaller:
         return blocked or cpu >= self.inline_threshold
 
     def shutdown(self) -> None:
-        if self._executor is not None:
-            self._executor.shutdown(wait=False, cancel_futures=True)
-            self._executor = None
+        """Let the worker thread end once its call (if any) returns."""
+        if self._worker is not None:
+            self._worker.stop()
+            self._worker = None
+
+
+class _Worker:
+    """One daemon thread running the calls submitted to it, in order.
+
+    A daemon, unlike a ``ThreadPoolExecutor``'s workers, which the interpreter
+    joins at exit: an env call that hangs for good must not keep the server
+    process (or a program that used ``local_server``) from exiting.
+    """
+
+    def __init__(self) -> None:
+        self._calls: queue.SimpleQueue[tuple[Future, Callable[[], Any]] | None] = queue.SimpleQueue()
+        threading.Thread(target=self._run, name="openenv-gym-env", daemon=True).start()
+
+    def submit(self, fn: Callable[[], Any]) -> Future:
+        future: Future = Future()
+        self._calls.put((future, fn))
+        return future
+
+    def stop(self) -> None:
+        self._calls.put(None)
+
+    def _run(self) -> None:
+        while (call := self._calls.get()) is not None:
+            future, fn = call
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                result = fn()
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller
+                future.set_exception(exc)
+            else:
+                future.set_result(result)
 
 
 class _Timed:
