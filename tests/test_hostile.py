@@ -216,3 +216,105 @@ def _masked_text_frame(payload: bytes) -> bytes:
     mask = b"\x01\x02\x03\x04"
     masked = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
     return bytes([0x81, 0x80 | len(payload)]) + mask + masked
+
+
+# -- finding 8: stateless HTTP routes honour --step-timeout and --max-sessions ----------
+
+
+def test_http_steps_count_against_capacity_and_time_out():
+    """Finding 8: twenty concurrent ``POST /step`` on a hanging env, with ``--step-timeout 1
+    --max-sessions 2``, all hung, leaked 20 threads and showed ``active_sessions 0``."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    context, port = serve_process("--step-timeout", "1", "--max-sessions", "2",
+                                  "--env-kwargs", '{"delay": 3600}', env="tests.envs:SlowEnv")
+    url = f"http://127.0.0.1:{port}"
+    with context as proc:
+        started = time.monotonic()
+        with ThreadPoolExecutor(20) as pool:
+            answers = list(pool.map(lambda _: _post(url, "/step", {"action": {"action": 0}}), range(20)))
+        statuses = sorted(status for status, _ in answers)
+        assert time.monotonic() - started < 15
+        assert set(statuses) <= {500, 503} and statuses.count(500) <= 2 * 2, statuses
+        assert all("hung" in body["detail"] for status, body in answers if status == 500)
+        assert all(body["code"] == "CAPACITY_REACHED" for status, body in answers if status == 503)
+        health = _get(url, "/health")
+        assert health["hung_env_calls"] <= 2 and health["active_sessions"] == health["hung_env_calls"]
+        assert stop_and_time(proc) < DRAIN + 10
+
+
+def _post(url: str, path: str, body: dict) -> tuple[int, dict]:
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(url + path, data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def _get(url: str, path: str) -> dict:
+    import urllib.request
+
+    with urllib.request.urlopen(url + path, timeout=10) as response:
+        return json.loads(response.read())
+
+
+# -- finding 12: /vector reaches public attributes only ----------------------------------
+
+
+@pytest.mark.parametrize(
+    "name, args",
+    [("get_wrapper_attr", ["_max_episode_steps"]), ("set_wrapper_attr", ["_max_episode_steps", 3]),
+     ("has_wrapper_attr", ["__class__"])],
+)
+def test_vector_call_cannot_reach_private_attributes(cartpole_url, name, args):
+    """Finding 12: ``call("get_wrapper_attr", ["_max_episode_steps"])`` and
+    ``call("set_wrapper_attr", ...)`` reached private attributes, although ``get_attr``
+    refuses them."""
+    from openenv_gym.errors import ValidationError
+
+    vec = openenv_gym.RemoteVectorEnv(cartpole_url, num_envs=2, mode="batched")
+    try:
+        with pytest.raises(ValidationError, match="public attribute"):
+            vec.call(name, *args)
+        assert vec.call("get_wrapper_attr", "spec")[0] is not None  # public names still work
+    finally:
+        vec.close()
+
+
+# -- finding 15: logs do not amplify what a peer does ------------------------------------
+
+
+def test_refused_tokens_clients_that_vanish_and_deep_bodies_log_a_few_lines():
+    """Finding 15: one WARNING line per refused token request, an ERROR traceback for
+    every client that vanished mid-step, ~30 KB of log per deep-JSON request."""
+    import urllib.error
+    import urllib.request
+
+    context, port = serve_process("--token", "s3cret", "--env-kwargs", '{"delay": 0.3}', env="tests.envs:SlowEnv")
+    url = f"http://127.0.0.1:{port}"
+    with context as proc:
+        for _ in range(100):
+            with pytest.raises(urllib.error.HTTPError):
+                urllib.request.urlopen(url + "/schema", timeout=10)
+        for _ in range(3):  # each client leaves in the middle of a step
+            env = openenv_gym.RemoteEnv(url, token="s3cret")
+            env.reset(seed=0)
+            env._live().send(openenv_gym.protocol.Step({"action": 0}))
+            env._live().connection._sock.close()
+        deep = urllib.request.Request(url + "/step", data=b"[" * 100_000 + b"]" * 100_000,
+                                      headers={"Authorization": "Bearer s3cret"})
+        with pytest.raises(urllib.error.HTTPError) as answer:
+            urllib.request.urlopen(deep, timeout=10)
+        assert answer.value.code == 422
+        time.sleep(1.0)  # the vanished clients' steps end
+        proc.send_signal(signal.SIGTERM)
+        output = proc.communicate(timeout=DRAIN + 15)[0]
+    refused = [line for line in output.splitlines() if "auth_refused" in line]
+    assert 1 <= len(refused) <= 2, output
+    assert "Traceback" not in output and " ERROR " not in output, output
+    assert len(output) < 5_000, len(output)

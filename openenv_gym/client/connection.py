@@ -375,6 +375,8 @@ class Connection:
                 if self.closed:
                     return
                 self._service_idle()
+            except ValueError:
+                return  # the socket was closed (its descriptor is -1)
             except (OSError, ConnectionClosedError):
                 pass
             finally:

@@ -41,7 +41,7 @@ from ..protocol import (
 from .metrics import Metrics
 from .polling import BusyPoll
 from .routes import Opening, Route
-from .session import EnvCaller, EnvHost, Execution
+from .session import EnvCaller, EnvHost, Execution, hung_env_calls
 from .source import EnvSource
 from .transport import Channel, next_frame
 from .vector import StepClock
@@ -92,8 +92,40 @@ class Server:
         return EnvCaller(self.execution, timeout=self.step_timeout)
 
     def active_envs(self) -> int:
-        """Environments held now: one per ``/ws`` session, N per vector session."""
-        return sum(session.slots for session, _ in self.sessions.values())
+        """Environments held now: one per ``/ws`` or HTTP session, N per vector
+        session, and one per env call still running on a thread its session
+        abandoned (:func:`~openenv_gym.server.session.hung_env_calls`)."""
+        return sum(session.slots for session, _ in self.sessions.values()) + hung_env_calls()
+
+    def capacity_error(self, requested: int = 1) -> ProtocolError | None:
+        """CAPACITY_REACHED when ``requested`` more envs do not fit, else ``None``."""
+        active = self.active_envs()
+        if active + requested <= self.max_sessions:
+            return None
+        wanted = "" if requested == 1 else f" ({requested} requested)"
+        return ProtocolError(
+            ErrorCode.CAPACITY_REACHED,
+            f"Server at capacity: {active}/{self.max_sessions} sessions active{wanted}. "
+            f"Cannot accept new connections.",
+            active_sessions=active,
+            max_sessions=self.max_sessions,
+        )
+
+    @contextlib.asynccontextmanager
+    async def holding(self, session: EnvHost) -> AsyncIterator[None]:
+        """Hold a session that has no connection of its own (a stateless HTTP
+        request's) for the ``with`` block: counted against capacity (raising
+        CAPACITY_REACHED when it does not fit), seen by shutdown, and closed after."""
+        if (error := self.capacity_error(session.slots)) is not None:
+            raise error
+        task = asyncio.current_task()
+        assert task is not None
+        self.sessions[session.id] = (session, task)
+        try:
+            yield
+        finally:
+            self.sessions.pop(session.id, None)
+            await _bounded(session.close())
 
     # -- one connection -------------------------------------------------------------
 
@@ -145,24 +177,18 @@ class Server:
                         f"The reply could not be encoded: {type(exc).__name__}: {exc}",
                     ).to_wire()
                 )
-            await send({"type": "websocket.send", frame_key: frame})
+            try:
+                await send({"type": "websocket.send", frame_key: frame})
+            except OSError:
+                pass  # the peer is gone: reading the next frame ends the session, quietly
 
         return codec, reply
 
     async def refuse_if_full(self, channel: Channel, reply: Reply, requested: int = 1) -> bool:
         """Send CAPACITY_REACHED and close when ``requested`` more envs do not fit."""
-        active = self.active_envs()
-        if active + requested <= self.max_sessions:
+        if (error := self.capacity_error(requested)) is None:
             return False
-        wanted = "" if requested == 1 else f" ({requested} requested)"
-        await reply(
-            ErrorReply(
-                ErrorCode.CAPACITY_REACHED,
-                f"Server at capacity: {active}/{self.max_sessions} sessions active{wanted}. "
-                f"Cannot accept new connections.",
-                {"active_sessions": active, "max_sessions": self.max_sessions},
-            )
-        )
+        await reply(ErrorReply.of(error))
         await channel.close(1000)
         return True
 

@@ -25,7 +25,7 @@ from ..protocol.mcp import JsonRpcError
 from .hosting import Server
 from .mcp import handle_jsonrpc
 from .schema import metadata_document, openapi_document
-from .session import EnvCaller
+from .session import EnvCaller, hung_env_calls
 
 __all__ = ["http_routes", "json_response", "read_body"]
 
@@ -63,17 +63,20 @@ class _Endpoints:
 
     async def _answer(self, *messages: ClientMessage) -> Response:
         """Run ``messages`` on a throwaway session, like OpenEnv's stateless HTTP
-        routes, and answer with the data of the last reply."""
-        source = self.server.source
-        session = source.session_type(source, codec=codec_for(None), caller=EnvCaller("thread"))
+        routes, and answer with the data of the last reply. The session counts
+        against the server's capacity and its env calls against the step
+        timeout, as a WebSocket session's do; they run on its own thread."""
+        server = self.server
+        source = server.source
+        caller = EnvCaller("thread", timeout=server.step_timeout)
+        session = source.session_type(source, codec=codec_for(None), caller=caller)
         try:
-            await session.start()
-            for message in messages:
-                answer = await session.handle(message)
+            async with server.holding(session):
+                await session.start()
+                for message in messages:
+                    answer, _ = await session.respond(message)
         except ProtocolError as exc:
             raise wire.http_error(exc) from None
-        finally:
-            await session.close()
         assert isinstance(answer, Observation)
         return json_response(answer.to_wire()["data"])
 
@@ -102,6 +105,7 @@ class _Endpoints:
                 "active_sessions": active,
                 "max_sessions": server.max_sessions,
                 "available_sessions": max(server.max_sessions - active, 0),
+                "hung_env_calls": hung_env_calls(),
             },
             503 if server.draining else 200,
         )

@@ -22,7 +22,7 @@ import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from ..errors import EnvCallTimeout, ErrorCode, ProtocolError
 from ..protocol import (
@@ -41,7 +41,7 @@ from ..protocol import gym as gym_data
 from .mcp import handle_jsonrpc
 from .source import EnvSource
 
-__all__ = ["EnvHost", "Session", "EnvCaller", "Execution", "describe_error"]
+__all__ = ["EnvHost", "Session", "EnvCaller", "Execution", "describe_error", "hung_env_calls"]
 
 #: How environment calls are run: ``"thread"`` always on the session's own
 #: worker thread; ``"inline"`` always on the event loop (fastest, but a slow
@@ -174,10 +174,18 @@ class EnvCaller:
         return blocked or cpu >= self.inline_threshold
 
     def shutdown(self) -> None:
-        """Let the worker thread end once its call (if any) returns."""
+        """Let the worker thread end once its call (if any) returns; a call that is
+        still running counts in :func:`hung_env_calls` until it does."""
         if self._worker is not None:
-            self._worker.stop()
+            self._worker.abandon()
             self._worker = None
+
+
+def hung_env_calls() -> int:
+    """Env calls of this process still running on threads their sessions abandoned
+    (a step timeout, a close that did not return): each holds a thread, and
+    perhaps an environment, until it returns."""
+    return len(_Worker.abandoned)
 
 
 class _Worker:
@@ -188,8 +196,12 @@ class _Worker:
     process (or a program that used ``local_server``) from exiting.
     """
 
+    #: Workers abandoned in the middle of a call, until the call returns.
+    abandoned: ClassVar[set[_Worker]] = set()
+
     def __init__(self) -> None:
         self._calls: queue.SimpleQueue[tuple[Future, Callable[[], Any]] | None] = queue.SimpleQueue()
+        self._busy = False
         threading.Thread(target=self._run, name="openenv-gym-env", daemon=True).start()
 
     def submit(self, fn: Callable[[], Any]) -> Future:
@@ -197,7 +209,10 @@ class _Worker:
         self._calls.put((future, fn))
         return future
 
-    def stop(self) -> None:
+    def abandon(self) -> None:
+        """No more calls: the thread ends once the one it runs (if any) returns."""
+        if self._busy:
+            _Worker.abandoned.add(self)
         self._calls.put(None)
 
     def _run(self) -> None:
@@ -205,12 +220,16 @@ class _Worker:
             future, fn = call
             if not future.set_running_or_notify_cancel():
                 continue
+            self._busy = True
             try:
                 result = fn()
             except BaseException as exc:  # noqa: BLE001 - handed to the caller
                 future.set_exception(exc)
             else:
                 future.set_result(result)
+            finally:
+                self._busy = False
+                _Worker.abandoned.discard(self)
 
 
 class _Timed:
