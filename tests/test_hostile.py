@@ -212,10 +212,7 @@ def _handshake_then_silence(port: int) -> socket.socket:
 
 
 def _masked_text_frame(payload: bytes) -> bytes:
-    """A client's text frame (clients must mask), payloads under 126 bytes."""
-    mask = b"\x01\x02\x03\x04"
-    masked = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
-    return bytes([0x81, 0x80 | len(payload)]) + mask + masked
+    return _masked_frame(0x1, payload)
 
 
 # -- finding 8: stateless HTTP routes honour --step-timeout and --max-sessions ----------
@@ -318,3 +315,48 @@ def test_refused_tokens_clients_that_vanish_and_deep_bodies_log_a_few_lines():
     assert 1 <= len(refused) <= 2, output
     assert "Traceback" not in output and " ERROR " not in output, output
     assert len(output) < 5_000, len(output)
+
+
+# -- finding 2: pings without reading the pongs ------------------------------------------
+
+
+def rss_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as status:
+        line = next(line for line in status if line.startswith("VmRSS:"))
+    return int(line.split()[1]) / 1024
+
+
+def test_a_ping_flood_that_reads_no_pong_does_not_grow_the_server():
+    """Finding 2: a client that sent small pings and never read the pongs grew the
+    server about 1 MB per MB sent (400 MB in 10 s), until it disconnected."""
+    context, port = serve_process()
+    url = f"http://127.0.0.1:{port}"
+    with context as proc:
+        healthy = openenv_gym.RemoteEnv(url)
+        healthy.reset(seed=0)
+        before = rss_mb(proc.pid)
+        sock = _handshake_then_silence(port)
+        ping = _masked_frame(0x9, b"p" * 125)
+        burst = ping * 512
+        sent, deadline = 0, time.monotonic() + 6
+        sock.settimeout(0.2)
+        try:
+            while time.monotonic() < deadline:
+                try:
+                    sock.sendall(burst)
+                    sent += len(burst)
+                except TimeoutError:
+                    healthy.step(0)  # the flood is held back; the server serves others meanwhile
+            grown = rss_mb(proc.pid) - before
+            assert grown < 10, f"the server grew {grown:.0f} MB while a peer sent {sent >> 20} MB of pings"
+            healthy.step(0)
+        finally:
+            sock.close()
+            healthy.close()
+
+
+def _masked_frame(opcode: int, payload: bytes) -> bytes:
+    """A client's frame (clients must mask), payloads under 126 bytes."""
+    mask = b"\x01\x02\x03\x04"
+    masked = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+    return bytes([0x80 | opcode, 0x80 | len(payload)]) + mask + masked

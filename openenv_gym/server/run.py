@@ -24,6 +24,7 @@ from ..errors import ListenError
 from ..protocol import Limits
 from .app import create_app
 from .logs import quiet_uvicorn
+from .transport import BackpressuredWebSocket
 from .source import EnvLike
 
 __all__ = ["serve", "local_server", "uvicorn_config", "GracefulServer", "listening_socket"]
@@ -81,6 +82,7 @@ def uvicorn_config(
     limits = limits or Limits()
     quiet_uvicorn()
     options: dict[str, Any] = {
+        "ws": BackpressuredWebSocket,
         "ws_max_size": limits.max_frame_bytes,
         "ws_ping_interval": ping_interval,
         "ws_ping_timeout": ping_timeout,

@@ -10,14 +10,49 @@ microseconds of a ~100 µs round trip).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket
+from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
 from ..errors import ErrorCode, ProtocolError
 from ..protocol import SUBPROTOCOLS, Codec
 
-__all__ = ["Channel", "SessionEndpoint", "next_frame"]
+__all__ = ["Channel", "SessionEndpoint", "next_frame", "BackpressuredWebSocket"]
+
+
+class BackpressuredWebSocket(WebSocketsSansIOProtocol):
+    """uvicorn's WebSocket protocol, reading no more from a peer that reads nothing.
+
+    uvicorn answers every ping at once, into the connection's write buffer,
+    whether or not the peer reads: a peer that sends pings and never reads the
+    pongs would grow the server's memory as fast as it sends. Here, while the
+    write buffer is over its high-water mark, the connection stops reading
+    (pings, messages, anything) until the peer has read enough: back-pressure
+    in both directions, and a peer that stops reading only fills its own buffers.
+    """
+
+    _writing_paused = False
+
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        self._writing_paused = True
+        self.transport.pause_reading()
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        self._writing_paused = False
+        if not self.read_paused:
+            self.transport.resume_reading()
+
+    async def receive(self) -> Any:
+        message = await self.queue.get()
+        if self.read_paused and self.queue.empty():
+            self.read_paused = False
+            if not self._writing_paused:
+                self.transport.resume_reading()
+        return message
 
 
 class Channel(WebSocket):
