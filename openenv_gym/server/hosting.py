@@ -41,7 +41,7 @@ from ..protocol import (
 from .metrics import Metrics
 from .polling import BusyPoll
 from .routes import Opening, Route
-from .session import EnvCaller, EnvHost, Execution, hung_env_calls
+from .session import EnvCaller, EnvHost, Execution, HungCalls
 from .source import EnvSource
 from .transport import Channel, next_frame
 from .vector import StepClock
@@ -77,6 +77,8 @@ class Server:
         self.session_timeout = session_timeout
         self.execution = execution
         self.step_timeout = step_timeout
+        #: Env calls its sessions abandoned that still run (they hold threads and envs).
+        self.hung_calls = HungCalls()
         self.env_caller()  # checks the combination now
         self.limits = limits
         #: How long one env step takes in this process (for ``vector_backend="auto"``).
@@ -87,15 +89,15 @@ class Server:
         self.metrics = Metrics()
         self._reaper: asyncio.Task | None = None
 
-    def env_caller(self) -> EnvCaller:
+    def env_caller(self, execution: Execution | None = None) -> EnvCaller:
         """How one session runs its env calls (execution mode and step timeout)."""
-        return EnvCaller(self.execution, timeout=self.step_timeout)
+        return EnvCaller(execution or self.execution, timeout=self.step_timeout, hung=self.hung_calls)
 
     def active_envs(self) -> int:
         """Environments held now: one per ``/ws`` or HTTP session, N per vector
         session, and one per env call still running on a thread its session
-        abandoned (:func:`~openenv_gym.server.session.hung_env_calls`)."""
-        return sum(session.slots for session, _ in self.sessions.values()) + hung_env_calls()
+        abandoned (:attr:`hung_calls`)."""
+        return sum(session.slots for session, _ in self.sessions.values()) + len(self.hung_calls)
 
     def capacity_error(self, requested: int = 1) -> ProtocolError | None:
         """CAPACITY_REACHED when ``requested`` more envs do not fit, else ``None``."""

@@ -25,7 +25,6 @@ from ..protocol.mcp import JsonRpcError
 from .hosting import Server
 from .mcp import handle_jsonrpc
 from .schema import metadata_document, openapi_document
-from .session import EnvCaller, hung_env_calls
 
 __all__ = ["http_routes", "json_response", "read_body"]
 
@@ -68,8 +67,7 @@ class _Endpoints:
         timeout, as a WebSocket session's do; they run on its own thread."""
         server = self.server
         source = server.source
-        caller = EnvCaller("thread", timeout=server.step_timeout)
-        session = source.session_type(source, codec=codec_for(None), caller=caller)
+        session = source.session_type(source, codec=codec_for(None), caller=server.env_caller("thread"))
         try:
             async with server.holding(session):
                 await session.start()
@@ -105,7 +103,7 @@ class _Endpoints:
                 "active_sessions": active,
                 "max_sessions": server.max_sessions,
                 "available_sessions": max(server.max_sessions - active, 0),
-                "hung_env_calls": hung_env_calls(),
+                "hung_env_calls": len(server.hung_calls),
             },
             503 if server.draining else 200,
         )

@@ -24,8 +24,8 @@ from ..errors import ListenError
 from ..protocol import Limits
 from .app import create_app
 from .logs import quiet_uvicorn
-from .transport import BackpressuredWebSocket
 from .source import EnvLike
+from .transport import BackpressuredWebSocket
 
 __all__ = ["serve", "local_server", "uvicorn_config", "GracefulServer", "listening_socket"]
 

@@ -22,7 +22,7 @@ import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 from ..errors import EnvCallTimeout, ErrorCode, ProtocolError
 from ..protocol import (
@@ -41,7 +41,7 @@ from ..protocol import gym as gym_data
 from .mcp import handle_jsonrpc
 from .source import EnvSource
 
-__all__ = ["EnvHost", "Session", "EnvCaller", "Execution", "describe_error", "hung_env_calls"]
+__all__ = ["EnvHost", "Session", "EnvCaller", "Execution", "describe_error", "HungCalls"]
 
 #: How environment calls are run: ``"thread"`` always on the session's own
 #: worker thread; ``"inline"`` always on the event loop (fastest, but a slow
@@ -100,6 +100,7 @@ class EnvCaller:
         timeout: float | None = None,
         inline_threshold: float = 0.002,
         promote_after: int = 16,
+        hung: HungCalls | None = None,
     ) -> None:
         if execution not in ("auto", "thread", "inline"):
             raise ValueError(f"execution must be 'auto', 'thread' or 'inline', not {execution!r}")
@@ -113,6 +114,8 @@ class EnvCaller:
                 )
             execution = "thread"
         self.timeout = timeout
+        #: Where calls this caller abandons are counted until they return.
+        self.hung = hung
         self.execution = execution
         self.inline_threshold = inline_threshold
         self.promote_after = promote_after
@@ -175,17 +178,28 @@ class EnvCaller:
 
     def shutdown(self) -> None:
         """Let the worker thread end once its call (if any) returns; a call that is
-        still running counts in :func:`hung_env_calls` until it does."""
+        still running counts in ``hung`` until it does."""
         if self._worker is not None:
-            self._worker.abandon()
+            self._worker.abandon(self.hung)
             self._worker = None
 
 
-def hung_env_calls() -> int:
-    """Env calls of this process still running on threads their sessions abandoned
-    (a step timeout, a close that did not return): each holds a thread, and
-    perhaps an environment, until it returns."""
-    return len(_Worker.abandoned)
+class HungCalls:
+    """The env calls of one server still running on threads their sessions
+    abandoned (a step timeout, a close that did not return): each holds a
+    thread, and perhaps an environment, until it returns."""
+
+    def __init__(self) -> None:
+        self._workers: set[_Worker] = set()
+
+    def __len__(self) -> int:
+        return len(self._workers)
+
+    def add(self, worker: _Worker) -> None:
+        self._workers.add(worker)
+
+    def discard(self, worker: _Worker) -> None:
+        self._workers.discard(worker)
 
 
 class _Worker:
@@ -196,12 +210,11 @@ class _Worker:
     process (or a program that used ``local_server``) from exiting.
     """
 
-    #: Workers abandoned in the middle of a call, until the call returns.
-    abandoned: ClassVar[set[_Worker]] = set()
-
     def __init__(self) -> None:
         self._calls: queue.SimpleQueue[tuple[Future, Callable[[], Any]] | None] = queue.SimpleQueue()
         self._busy = False
+        #: Where it is counted once abandoned in the middle of a call, until the call returns.
+        self._hung: HungCalls | None = None
         threading.Thread(target=self._run, name="openenv-gym-env", daemon=True).start()
 
     def submit(self, fn: Callable[[], Any]) -> Future:
@@ -209,10 +222,12 @@ class _Worker:
         self._calls.put((future, fn))
         return future
 
-    def abandon(self) -> None:
-        """No more calls: the thread ends once the one it runs (if any) returns."""
-        if self._busy:
-            _Worker.abandoned.add(self)
+    def abandon(self, hung: HungCalls | None) -> None:
+        """No more calls: the thread ends once the one it runs (if any) returns,
+        counted in ``hung`` until then."""
+        if self._busy and hung is not None:
+            self._hung = hung
+            hung.add(self)
         self._calls.put(None)
 
     def _run(self) -> None:
@@ -229,7 +244,8 @@ class _Worker:
                 future.set_result(result)
             finally:
                 self._busy = False
-                _Worker.abandoned.discard(self)
+                if self._hung is not None:
+                    self._hung.discard(self)
 
 
 class _Timed:
