@@ -133,6 +133,12 @@ class ChessView(TextView):
         """The move ``action`` plays (``None`` if it names none)."""
         raise NotImplementedError
 
+    def describe_observation(self) -> str:
+        return (
+            "the board from white's side (upper case white, lower case black, . empty), the side you play, "
+            "the position in EPD (FEN without the move counters) and the legal moves"
+        )
+
     def describe_actions(self) -> str:
         return (
             "one legal move in UCI notation: from-square and to-square, plus the piece a pawn promotes to "

@@ -123,15 +123,18 @@ class TextView:
             Answer with one action, as a bare value, as JSON, ... for example <action>0</action>
         """
         intro = self.task or (f"The environment {self.env_id}." if self.env_id else "An environment.")
-        observation = self.observation.describe() if self.observation else describe_space(self.observation_space)
         return "\n".join(
             [
                 intro,
-                f"Observation: {observation}",
+                f"Observation: {self.describe_observation()}",
                 f"Actions: {self.describe_actions()}",
                 "Answer with one action, " + ANSWER_FORMS.format(example=self.example_action()),
             ]
         )
+
+    def describe_observation(self) -> str:
+        """What an observation says, in words: its format's description, else its space's."""
+        return self.observation.describe() if self.observation else describe_space(self.observation_space)
 
     def describe_actions(self) -> str:
         """The actions, in words: each name and its meaning, else the action space's values."""
@@ -187,7 +190,7 @@ class TextView:
             listed = ", ".join(texts) if texts else "none (the episode is over)"
             quoted = shorten(reply) if isinstance(reply, str) else repr(reply)
             raise ActionParseError(
-                f"{quoted} names {self.action_to_text(action)}, which is not legal now; legal actions: {listed}",
+                f"cannot play {quoted}: {self.action_to_text(action)} is not legal now; legal actions: {listed}",
                 received=reply,
                 legal=listed,
             )
