@@ -448,9 +448,14 @@ def _unwrapped(space: gs.Space, value: Any) -> Any:
 
 
 def _reply_value(space: gs.Space, reply: Reply) -> Any:
-    """The value a read reply gives ``space``: its JSON, else its bare text."""
+    """The value a read reply gives ``space``: its JSON, else its bare text (and the text
+    where JSON would misread it: a Text space's ``123``, a MultiBinary's bits ``1010``)."""
     value = _unwrapped(space, reply.value)
-    if value is NO_JSON or (isinstance(space, gs.Text) and not isinstance(value, str)):
+    if value is NO_JSON:
+        return reply.text
+    if isinstance(space, gs.Text) and not isinstance(value, str):
+        return reply.text
+    if isinstance(space, gs.MultiBinary) and isinstance(value, int) and not isinstance(value, bool):
         return reply.text
     return value
 
