@@ -105,8 +105,8 @@ class TextView:
         self.render = render
         self._obs: Any = None
         self._info: Mapping[str, Any] | None = None
-        if self.action_names is not None and isinstance(action_space, gs.Discrete):
-            _check_names(self.action_names, int(action_space.n))
+        if self.action_names is not None:
+            _check_names(self.action_names, action_space)
 
     # -- for a system prompt --------------------------------------------------------------
 
@@ -183,7 +183,7 @@ class TextView:
         Raises:
             ActionParseError: naming what was received and what is legal.
         """
-        action = parse_reply(self.action_space, reply, names=self._names())
+        action = parse_reply(self.action_space, reply, names=self.action_names)
         legal = self._legal_values(*self._context(obs, info))
         if legal is not None and int(action) not in legal:
             texts = [self.action_to_text(a) for a in legal]
@@ -238,9 +238,15 @@ class TextView:
         return [int(space.start) + int(i) for i in np.flatnonzero(mask)]
 
 
-def _check_names(names: Sequence[str], n: int) -> None:
+def _check_names(names: Sequence[str], space: gs.Space) -> None:
+    if isinstance(space, gs.Discrete):
+        n, what = int(space.n), "actions"
+    elif isinstance(space, gs.Box) and len(space.shape) == 1:
+        n, what = space.shape[0], "components of the action"
+    else:
+        raise ValueError(f"action names name the actions of a Discrete space or the components of a 1-D Box, not {space}")
     if len(names) != n:
-        raise ValueError(f"{len(names)} action names for {n} actions: give one name per action")
+        raise ValueError(f"{len(names)} action names for {n} {what}: give one name each")
     lowered = [name.lower() for name in names]
     if len(set(lowered)) != len(lowered):
         raise ValueError(f"action names must differ in more than case: {list(names)}")
