@@ -244,7 +244,7 @@ def _check_names(names: Sequence[str], space: gs.Space) -> None:
     elif isinstance(space, gs.Box) and len(space.shape) == 1:
         n, what = space.shape[0], "components of the action"
     else:
-        raise ValueError(f"action names name the actions of a Discrete space or the components of a 1-D Box, not {space}")
+        raise ValueError(f"action names name a Discrete space's actions or a 1-D Box's components, not {space}")
     if len(names) != n:
         raise ValueError(f"{len(names)} action names for {n} {what}: give one name each")
     lowered = [name.lower() for name in names]
