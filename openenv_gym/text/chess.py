@@ -230,7 +230,9 @@ class AlphaZeroChessView(ChessView):
         return [m for m in moves if mask[encode_move(board, m)]]  # the env's word, in the board's order
 
     def to_action(self, move: chess.Move, board: chess.Board | None) -> int:
-        return encode_move(board or chess.Board(), move)
+        if board is None:  # the action number of a move depends on the side to move
+            raise ValueError("no position to play a move in: render the observation first (obs_to_text) or pass obs=")
+        return encode_move(board, move)
 
     def to_move(self, action: Any, board: chess.Board | None) -> chess.Move | None:
         if board is None or not 0 <= int(action) < ACTIONS:

@@ -28,6 +28,7 @@ from .view import TextView
 __all__ = ["view_for", "view_for_spaces", "env_key", "strip_ansi"]
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+_BLANK_START = re.compile(r"\A(?:[ \t]*\n)+")
 
 
 def env_key(env_id: str) -> str:
@@ -149,6 +150,6 @@ def _ansi(env: Any) -> Callable[[], str | None]:
     def render() -> str | None:
         out = env.render()
         text = out.getvalue() if hasattr(out, "getvalue") else out
-        return strip_ansi(text).rstrip() if isinstance(text, str) else None
+        return _BLANK_START.sub("", strip_ansi(text).rstrip()) if isinstance(text, str) else None
 
     return render
