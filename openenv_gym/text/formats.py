@@ -96,7 +96,8 @@ class Components:
         if self.radices is not None:
             return isinstance(space, gs.Discrete) and int(space.n) == math.prod(self.radices) and len(self.radices) == n
         if isinstance(space, gs.Tuple):
-            return len(space.spaces) == n and all(isinstance(s, (gs.Discrete, gs.Box)) for s in space.spaces)
+            scalars = all(isinstance(s, gs.Discrete) or (isinstance(s, gs.Box) and s.shape == ()) for s in space.spaces)
+            return len(space.spaces) == n and scalars
         return isinstance(space, gs.Box) and space.shape == (n,)
 
     def for_env(self, space: gs.Space, env: Any) -> Components:

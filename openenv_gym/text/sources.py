@@ -103,7 +103,7 @@ def view_for(env: Any, view: Any = None, *, agent: str | None = None) -> Any:
         openenv_gym.text.ActionParseError: ... 'push left': ..., not an action name; legal: one of left, right ...
     """
     if view is not None:
-        return view if hasattr(view, "parse_action") else view(env)
+        return view if callable(getattr(view, "parse_action", None)) and not isinstance(view, type) else view(env)
     observation_space, action_space = _spaces(env, agent)
     core = getattr(env, "unwrapped", env)
     ids = _ids(env, core)

@@ -126,7 +126,7 @@ def describe_space(space: gs.Space, *, names: Sequence[str] | None = None, _dept
         'a JSON object with the keys "n" (an integer from 1 to 3), "on" (a list of 2 bits (0 or 1), or ...)'
     """
     if _depth > MAX_DESCRIBED_DEPTH:
-        return "a value as the action's JSON Schema describes"
+        return "a nested value (as the JSON Schema describes it)"
     return _describe(space, names, _depth)
 
 
@@ -378,6 +378,8 @@ def action_text(space: gs.Space, value: Any, *, names: Sequence[str] | None = No
     """
     if isinstance(space, gs.Discrete):
         index = int(value) - int(space.start)
+        if names and not 0 <= index < len(names):
+            raise ValueError(f"{value} is not an action of {space}")
         return names[index] if names else str(int(value))
     if isinstance(space, gs.Text):
         text = str(value)

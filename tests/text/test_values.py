@@ -235,3 +235,8 @@ def test_observation_text():
     text = value_text(image, np.full((84, 84, 3), 7, np.uint8))
     assert text == "an array of shape (84, 84, 3) and dtype uint8: min 7, max 7, mean 7"
     assert value_text(gs.Sequence(gs.Discrete(3)), (0, 2)) == "[0, 2]"
+
+
+def test_an_action_outside_the_names_has_no_text():
+    with pytest.raises(ValueError, match="7 is not an action of Discrete"):
+        action_text(gs.Discrete(4), 7, names=NAMES)
