@@ -184,8 +184,9 @@ class ChessView(TextView):
             value = next(iter(value.values()))
         quoted = shorten(reply) if isinstance(reply, str) else repr(reply)
         listed = "none (the game is over)" if legal == [] else ", ".join(m.uci() for m in legal or [])
-        if isinstance(value, int) and not isinstance(value, bool) and isinstance(self.action_space, gs.Discrete):
-            move = self.to_move(value, board) if 0 <= value < int(self.action_space.n) else None
+        numbered = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+        if numbered and isinstance(self.action_space, gs.Discrete):  # an action number
+            move = self.to_move(int(value), board) if 0 <= value < int(self.action_space.n) else None
             if move is None:
                 raise self._error(quoted, f"{value} is not a move", reply, listed)
         elif isinstance(value, str) and UCI.fullmatch(value.strip().lower()):

@@ -1,7 +1,7 @@
 """Text of the values of every Gymnasium space: what :class:`~openenv_gym.text.TextView`
 falls back on when nothing knows the env.
 
-Four functions, one concept each:
+One function per concept:
 
 * :func:`describe_space`: what the values look like, in words (for a system prompt, and
   in every error message as what is legal);
@@ -13,7 +13,9 @@ Four functions, one concept each:
   number or a bit string) into the space, checked against its range, bounds, shape,
   charset and length. Nothing is clipped, rounded or coerced: a value that does not fit
   is an :class:`~openenv_gym.text.ActionParseError` naming what was received and what is
-  legal.
+  legal;
+* :func:`parse_reply`: the same for a model's whole reply, in any of the forms
+  :func:`~openenv_gym.text.read_reply` reads.
 
     >>> from gymnasium import spaces
     >>> box = spaces.Box(-1.0, 1.0, shape=(2,))
