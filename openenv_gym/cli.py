@@ -92,6 +92,11 @@ def _add_network_options(serve: argparse.ArgumentParser) -> None:
         "--drain-timeout", type=float, default=30.0, metavar="SECONDS",
         help="on SIGINT/SIGTERM, how long open sessions may finish their env call",
     )
+    serve.add_argument(
+        "--handshake-timeout", type=float, default=None, metavar="SECONDS",
+        help="close a connection that does not become a session in time: a complete request, "
+        "a vector_open, the next chunk of a body (default 10)",
+    )
 
 
 def _add_session_options(serve: argparse.ArgumentParser) -> None:
@@ -165,6 +170,7 @@ def _serve_options(args: argparse.Namespace) -> dict[str, Any]:
             max_frame_bytes=args.max_frame_bytes, max_array_bytes=args.max_frame_bytes
         )
     optional = {
+        "handshake_timeout": args.handshake_timeout,
         "max_sessions": args.max_sessions,
         "busy_poll": args.busy_poll,
         "session_timeout": args.session_timeout,

@@ -360,3 +360,74 @@ def _masked_frame(opcode: int, payload: bytes) -> bytes:
     mask = b"\x01\x02\x03\x04"
     masked = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
     return bytes([0x80 | opcode, 0x80 | len(payload)]) + mask + masked
+
+
+# -- finding 5: connections that never become sessions ------------------------------------
+
+
+@pytest.mark.parametrize(
+    "prefix",
+    [b"", b"GET /health HT", b"GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgr"],
+    ids=["silent", "half-request-line", "half-upgrade"],
+)
+def test_connections_that_send_no_complete_request_are_closed(prefix):
+    """Finding 5: 1,100 silent TCP connections, half request lines or half WebSocket
+    upgrades stayed open for ever and needed no token, locking a token holder out."""
+    context, port = serve_process("--handshake-timeout", "1", "--token", "s3cret")
+    with context:
+        socks = [socket.create_connection(("127.0.0.1", port)) for _ in range(50)]
+        try:
+            for sock in socks:
+                if prefix:
+                    sock.sendall(prefix)
+                sock.settimeout(5)
+            started = time.monotonic()
+            for sock in socks:
+                assert sock.recv(4096) == b""  # closed by the server, nothing said
+            assert time.monotonic() - started < 5
+            with openenv_gym.RemoteEnv(f"http://127.0.0.1:{port}", token="s3cret") as env:
+                env.reset(seed=0)
+        finally:
+            for sock in socks:
+                sock.close()
+
+
+def test_a_vector_connection_without_vector_open_is_closed():
+    """Finding 5: ``/vector`` connections that never sent ``vector_open`` bypassed both
+    ``--max-sessions`` and the session timeout."""
+    from websockets.sync.client import connect
+
+    context, port = serve_process("--handshake-timeout", "1", "--max-sessions", "2")
+    with context:
+        with connect(f"ws://127.0.0.1:{port}/vector") as ws:
+            reply = json.loads(ws.recv(5))
+            assert reply["data"]["code"] == "SESSION_ERROR" and "vector_open" in reply["data"]["message"]
+
+
+def test_websocket_mcp_connections_count_as_sessions_and_time_out():
+    """Finding 5: ``WS /mcp`` connections bypassed ``--max-sessions`` and the session
+    timeout (600 held for 45 s against ``--max-sessions 4 --session-timeout 3``)."""
+    from websockets.exceptions import ConnectionClosed
+    from websockets.sync.client import connect
+
+    context, port = serve_process("--max-sessions", "4", "--session-timeout", "1")
+    url = f"ws://127.0.0.1:{port}/mcp"
+    with context:
+        held = [connect(url) for _ in range(4)]
+        try:
+            for ws in held:
+                ws.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
+                assert json.loads(ws.recv(5))["id"] == 1
+            with connect(url) as extra:  # over capacity: told so in JSON-RPC, then closed
+                refused = json.loads(extra.recv(5))
+                assert refused["error"]["code"] == -32000 and "capacity" in refused["error"]["message"]
+            for ws in held:  # idle past the session timeout: closed
+                with pytest.raises(ConnectionClosed):
+                    while True:
+                        ws.recv(10)
+            with connect(url) as again:  # the slots are free again
+                again.send(json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}))
+                assert json.loads(again.recv(5))["id"] == 2
+        finally:
+            for ws in held:
+                ws.close()

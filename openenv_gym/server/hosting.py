@@ -20,7 +20,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from ..errors import CLOSING_ERRORS, ErrorCode, ProtocolError
@@ -46,12 +46,19 @@ from .source import EnvSource
 from .transport import Channel, next_frame
 from .vector import StepClock
 
-__all__ = ["Server", "Reply"]
+__all__ = ["Server", "Reply", "DEFAULT_HANDSHAKE_TIMEOUT"]
 
 logger = logging.getLogger("openenv_gym.server")
 
 #: Sends one message to the session's peer.
 Reply = Callable[[ServerMessage], Awaitable[None]]
+
+#: Seconds one step of ending a session (closing its env, a last frame) may take.
+GOODBYE_TIMEOUT = 5.0
+#: Seconds a connection may take to become a session: to send a complete HTTP request
+#: (WebSocket upgrades included), a route's opening message (``vector_open``), or the
+#: next chunk of a request body.
+DEFAULT_HANDSHAKE_TIMEOUT = 10.0
 
 
 class Server:
@@ -67,12 +74,16 @@ class Server:
         limits: Limits,
         step_timeout: float | None = None,
         busy_poll: float,
+        handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
     ) -> None:
         if max_sessions < 1:
             raise ValueError(f"max_sessions must be at least 1, not {max_sessions}")
         if session_timeout is not None and session_timeout <= 0:
             raise ValueError(f"session_timeout must be positive or None, not {session_timeout}")
+        if handshake_timeout <= 0:
+            raise ValueError(f"handshake_timeout must be positive, not {handshake_timeout}")
         self.source = source
+        self.handshake_timeout = handshake_timeout
         self.max_sessions = max_sessions
         self.session_timeout = session_timeout
         self.execution = execution
@@ -137,18 +148,19 @@ class Server:
         opening: ClientMessage | None = None
         if route.opening is not None:
             try:
-                frame = await next_frame(channel, codec)
-                if frame is None:
-                    return
-                opening = parse_message(codec.decode(frame), route.opening, expected=True)
+                opening = await self._opening(channel, codec, route)
             except ProtocolError as exc:
-                await reply(ErrorReply.of(exc))
+                await reply(route.error_reply(exc))
                 await channel.close(1000)
                 return
+            if opening is None:
+                return
         session = route.session(Opening(codec, channel.query_params, opening, self.env_caller()))
-        if await self.refuse_if_full(channel, reply, session.slots):
+        if (error := self.capacity_error(session.slots)) is not None:
+            await reply(route.error_reply(error))
+            await channel.close(1000)
             return
-        async with self.hosting(channel, session, reply):
+        async with self.hosting(channel, session, reply, route):
             await session.start()
             if (opened := session.opened()) is not None:
                 await reply(opened)
@@ -186,16 +198,27 @@ class Server:
 
         return codec, reply
 
-    async def refuse_if_full(self, channel: Channel, reply: Reply, requested: int = 1) -> bool:
-        """Send CAPACITY_REACHED and close when ``requested`` more envs do not fit."""
-        if (error := self.capacity_error(requested)) is None:
-            return False
-        await reply(ErrorReply.of(error))
-        await channel.close(1000)
-        return True
+    async def _opening(self, channel: Channel, codec: Codec, route: Route) -> ClientMessage | None:
+        """The route's opening message (``None`` if the peer left first), which must
+        come within ``handshake_timeout`` seconds: a connection holds no session,
+        and counts against nothing, until it does."""
+        assert route.opening is not None
+        timeout = self.handshake_timeout
+        try:
+            frame = await asyncio.wait_for(next_frame(channel, codec), timeout)
+        except asyncio.TimeoutError:
+            expected = ", ".join(route.opening)
+            raise ProtocolError(
+                ErrorCode.SESSION_ERROR, f"No {expected} message within {timeout} s of the handshake"
+            ) from None
+        if frame is None:
+            return None
+        return parse_message(codec.decode(frame), route.opening, expected=True)
 
     @contextlib.asynccontextmanager
-    async def hosting(self, channel: Channel, session: EnvHost, reply: Reply) -> AsyncIterator[None]:
+    async def hosting(
+        self, channel: Channel, session: EnvHost, reply: Reply, route: Route
+    ) -> AsyncIterator[None]:
         """Hold ``session`` in the server for the life of its connection.
 
         Registers it (for capacity, the idle reaper and shutdown), answers a
@@ -217,21 +240,22 @@ class Server:
         try:
             yield
         except ProtocolError as exc:
-            await _bounded(reply(ErrorReply.of(exc)))
+            await _bounded(reply(route.error_reply(exc)))
         except asyncio.CancelledError:
             if session.stop_reason is None:
                 raise
         except Exception as exc:  # noqa: BLE001 - a bug must not take the server down
             logger.exception("session_failed id=%s", session.id)
-            failed = ErrorReply(ErrorCode.SESSION_ERROR, f"The server failed: {type(exc).__name__}: {exc}")
-            await _bounded(reply(failed))
+            failed = ProtocolError(ErrorCode.SESSION_ERROR, f"The server failed: {type(exc).__name__}: {exc}")
+            await _bounded(reply(route.error_reply(failed)))
         finally:
             # Each step of the goodbye is bounded: an env whose close hangs, or a
             # peer that reads nothing, must not keep the session (or shutdown) waiting.
             self.sessions.pop(session.id, None)
             await _bounded(session.close())
             if session.stop_reason is not None:
-                await _bounded(reply(ErrorReply(ErrorCode.SESSION_ERROR, session.stop_reason)))
+                stopped = ProtocolError(ErrorCode.SESSION_ERROR, session.stop_reason)
+                await _bounded(reply(route.error_reply(stopped)))
             await _bounded(channel.close(1001 if self.draining else 1000))
             logger.debug(
                 "session_close id=%s reason=%s active=%d", session.id,
@@ -251,13 +275,11 @@ class Server:
         client = channel.scope.get("client")
         elsewhere = channel.headers.get(PROCESS_HEADER) != PROCESS_TOKEN
         local = client is not None and is_loopback(client[0]) and elsewhere
-        table: Mapping[str, type[ClientMessage]] = route.messages
-        expected = route.expected
         metrics = self.metrics
         while (frame := await next_frame(channel, codec)) is not None:
             message = None
             try:
-                message = parse_message(codec.decode(frame), table, expected=expected)
+                message = route.parse(codec.decode(frame))
                 if isinstance(message, Close):
                     return
                 metrics.messages[message.type] += 1
@@ -270,7 +292,7 @@ class Server:
             except ProtocolError as exc:
                 if exc.code in CLOSING_ERRORS:
                     raise
-                answer = ErrorReply.of(exc)
+                answer = route.error_reply(exc)
             except Exception as exc:  # noqa: BLE001 - a bug must not take the server down
                 logger.exception("session_failed id=%s", session.id)
                 raise ProtocolError(
@@ -327,8 +349,6 @@ class Server:
             logger.warning("drain_timeout sessions_left=%d", len(self.sessions))
 
 
-#: Seconds one step of ending a session (closing its env, a last frame) may take.
-GOODBYE_TIMEOUT = 5.0
 
 
 async def _bounded(awaitable: Awaitable[Any]) -> None:

@@ -10,6 +10,7 @@ grows past it.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -23,7 +24,7 @@ from ..protocol import ClientMessage, Observation, codec_for
 from ..protocol import http as wire
 from ..protocol.mcp import JsonRpcError
 from .hosting import Server
-from .mcp import handle_jsonrpc
+from .jsonrpc import handle_jsonrpc
 from .schema import metadata_document, openapi_document
 
 __all__ = ["http_routes", "json_response", "read_body"]
@@ -38,16 +39,26 @@ def json_response(payload: Any, status: int = 200) -> Response:
 
 
 async def read_body(request: Request, server: Server) -> bytes:
-    """The request body, refused (HTTP 413) once it is known to be over the frame limit."""
+    """The request body, refused (HTTP 413) once it is known to be over the frame
+    limit, and (HTTP 408) when its next chunk takes longer than ``handshake_timeout``."""
     limits = server.limits
     wire.check_declared_size(request.headers.get("content-length"), limits)
-    chunks, size = [], 0
-    async for chunk in request.stream():
+    chunks: list[bytes] = []
+    size = 0
+    stream = request.stream().__aiter__()
+    while True:
+        try:
+            chunk = await asyncio.wait_for(stream.__anext__(), server.handshake_timeout)
+        except StopAsyncIteration:
+            return b"".join(chunks)
+        except asyncio.TimeoutError:
+            raise wire.HttpError(
+                408, {"detail": f"The request body stalled for {server.handshake_timeout} s"}
+            ) from None
         size += len(chunk)
         if size > limits.max_frame_bytes:
             wire.parse_body(b" " * size, limits)  # raises the 413
         chunks.append(chunk)
-    return b"".join(chunks)
 
 
 class _Endpoints:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import logging
 import math
 import socket
@@ -23,9 +24,10 @@ import uvicorn
 from ..errors import ListenError
 from ..protocol import Limits
 from .app import create_app
+from .hosting import DEFAULT_HANDSHAKE_TIMEOUT
 from .logs import quiet_uvicorn
 from .source import EnvLike
-from .transport import BackpressuredWebSocket
+from .transport import BackpressuredWebSocket, GuardedHttp
 
 __all__ = ["serve", "local_server", "uvicorn_config", "GracefulServer", "listening_socket"]
 
@@ -77,11 +79,17 @@ def uvicorn_config(
     The frame limit follows ``limits.max_frame_bytes``; keepalive pings every
     ``ping_interval`` seconds, dropping a peer that does not answer within
     ``ping_timeout`` (``None`` turns them off, for tunnels that drop pings);
-    access logs are off (one line per HTTP request drowns real problems).
+    a connection that sends no complete request within the app's
+    ``handshake_timeout`` is closed; a WebSocket peer that reads nothing is
+    read no more; access logs are off (one line per HTTP request drowns real
+    problems).
     """
     limits = limits or Limits()
     quiet_uvicorn()
+    state = getattr(getattr(app, "state", None), "openenv_gym", None)
+    handshake_timeout = state.handshake_timeout if state is not None else DEFAULT_HANDSHAKE_TIMEOUT
     options: dict[str, Any] = {
+        "http": functools.partial(GuardedHttp, handshake_timeout=handshake_timeout),
         "ws": BackpressuredWebSocket,
         "ws_max_size": limits.max_frame_bytes,
         "ws_ping_interval": ping_interval,

@@ -38,7 +38,7 @@ from ..protocol import (
     Step,
 )
 from ..protocol import gym as gym_data
-from .mcp import handle_jsonrpc
+from .jsonrpc import handle_jsonrpc
 from .source import EnvSource
 
 __all__ = ["EnvHost", "Session", "EnvCaller", "Execution", "describe_error", "HungCalls"]
