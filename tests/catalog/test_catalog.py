@@ -23,7 +23,7 @@ from openenv_gym.protocol import Reset, Step
 pytest.importorskip("chess")
 
 #: The pydantic schemas of upstream OpenEnv envs, captured from their servers.
-UPSTREAM_SCHEMAS = Path(__file__).parent / "data" / "real-env-json-schemas.json"
+UPSTREAM_SCHEMAS = Path(__file__).parent.parent / "data" / "real-env-json-schemas.json"
 
 
 def listening_ports() -> set[int]:
