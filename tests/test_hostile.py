@@ -431,3 +431,35 @@ def test_websocket_mcp_connections_count_as_sessions_and_time_out():
         finally:
             for ws in held:
                 ws.close()
+
+
+# -- finding 6: small frames that decode into very many objects ----------------------------
+
+
+def test_frames_of_a_million_objects_are_refused_before_they_stall_the_loop():
+    """Finding 6: one 8.8 MiB msgpack frame of a million 0-d arrays held the event loop
+    for 1.3 s, and a JSON reset with a million option keys for 0.8 s."""
+    import msgpack
+    import numpy as np
+    from websockets.sync.client import connect
+
+    from openenv_gym.protocol import MSGPACK_SUBPROTOCOL
+    from openenv_gym.protocol.codecs import EXT_NUMPY_SCALAR, _pack_array
+
+    scalar = msgpack.ExtType(EXT_NUMPY_SCALAR, _pack_array(np.asarray(np.float32(0.5))))
+    arrays = msgpack.packb({"type": "step", "data": {"action": [scalar] * 1_000_000}})
+    keys = json.dumps({"type": "reset", "data": {f"k{i}": 0 for i in range(1_000_000)}})
+    with openenv_gym.local_server("CartPole-v1") as url:
+        ws_url = url.replace("http://", "ws://") + "/ws"
+        with connect(ws_url, subprotocols=[MSGPACK_SUBPROTOCOL], max_size=None) as ws:
+            ws.send(arrays)
+            reply = msgpack.unpackb(ws.recv(10))
+            assert reply["data"]["code"] == "INVALID_JSON" and "items" in reply["data"]["message"], reply
+        with connect(ws_url, max_size=None) as ws:
+            ws.send(keys)
+            reply = json.loads(ws.recv(10))
+            assert reply["data"]["code"] == "INVALID_JSON" and "items" in reply["data"]["message"], reply
+        status, answer = _post(url, "/reset", {f"k{i}": 0 for i in range(1_000_000)})
+        assert status == 422 and "items" in answer["detail"][0]["msg"]
+        with openenv_gym.RemoteEnv(url) as env:  # the server is fine
+            env.reset(seed=0)
