@@ -118,6 +118,11 @@ def _add_session_options(serve: argparse.ArgumentParser) -> None:
         help="an env call taking longer gets EXECUTION_ERROR and a fresh env",
     )
     serve.add_argument(
+        "--inline-deadline", type=_optional_seconds, default=5.0, metavar="SECONDS",
+        help="an env call running on the event loop (an env that proved fast) and taking longer is "
+        "interrupted: EXECUTION_ERROR, a fresh env on its thread; 'none' never interrupts (default 5)",
+    )
+    serve.add_argument(
         "--vector-backend", choices=("auto", "sync", "async"), default="auto",
         help="what steps the envs of a batched vector session: 'sync' in this process, "
         "'async' one worker process per env, 'auto' (default) 'sync' until the env's "
@@ -164,6 +169,7 @@ def _serve_options(args: argparse.Namespace) -> dict[str, Any]:
         "ping_interval": args.ping_interval,
         "ping_timeout": args.ping_timeout,
         "drain_timeout": args.drain_timeout,
+        "inline_deadline": args.inline_deadline,
     }
     if args.max_frame_bytes is not None:
         options["limits"] = Limits(

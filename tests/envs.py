@@ -117,3 +117,23 @@ class FaultyEnv(gym.Env):
 
 def broken_factory() -> gym.Env:
     raise OSError("no licence for the simulator")
+
+
+class HangingEnv(gym.Env):
+    """Fast for ``fast_steps`` steps, then a step that sleeps for an hour."""
+
+    def __init__(self, fast_steps: int = 40) -> None:
+        self.fast_steps = fast_steps
+        self.observation_space = spaces.Box(-1, 1, shape=(1,), dtype=np.float32)
+        self.action_space = spaces.Discrete(2)
+        self._steps = 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        self._steps += 1
+        if self._steps > self.fast_steps:
+            time.sleep(3600)
+        return np.zeros(1, np.float32), 0.0, False, False, {}

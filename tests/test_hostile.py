@@ -463,3 +463,41 @@ def test_frames_of_a_million_objects_are_refused_before_they_stall_the_loop():
         assert status == 422 and "items" in answer["detail"][0]["msg"]
         with openenv_gym.RemoteEnv(url) as env:  # the server is fine
             env.reset(seed=0)
+
+
+# -- finding 4: an env that hangs after it proved fast ------------------------------------
+
+
+def test_an_env_that_hangs_after_proving_fast_does_not_freeze_the_server():
+    """Finding 4: with default flags, after 16 fast calls a session's env ran inline on
+    the event loop; when it then blocked, /health stopped answering, every other
+    session timed out, and SIGTERM was ignored."""
+    context, port = serve_process(env="tests.envs:HangingEnv")  # default flags: a 5 s inline deadline
+    url = f"http://127.0.0.1:{port}"
+    with context as proc:
+        hanging = openenv_gym.RemoteEnv(url, message_timeout=60)
+        other = openenv_gym.RemoteEnv(url, message_timeout=60)
+        hanging.reset(seed=0), other.reset(seed=0)
+        for _ in range(40):  # fast: the session now runs inline
+            hanging.step(0)
+        failure: list[BaseException] = []
+        thread = threading.Thread(target=lambda: _record(failure, hanging.step, 0))
+        thread.start()
+        time.sleep(0.5)
+        started = time.monotonic()
+        assert _get(url, "/health")["status"] == "healthy"  # answered once the call is interrupted
+        assert time.monotonic() - started < 15
+        thread.join(15)
+        assert failure and isinstance(failure[0], ExecutionError) and "hung" in str(failure[0])
+        other.step(0)  # every other session goes on
+        hanging.reset(seed=1)  # the session has a fresh env, on its thread from now on
+        hanging.step(0)
+        assert stop_and_time(proc) < DRAIN + 10
+        hanging.close(), other.close()
+
+
+def _record(failures: list, fn, *args) -> None:
+    try:
+        fn(*args)
+    except Exception as exc:  # noqa: BLE001 - the test looks at it
+        failures.append(exc)

@@ -32,7 +32,7 @@ from .multiagent import AgentsRoute, Opponent
 from .polling import DEFAULT_BUSY_POLL
 from .resolve import resolve
 from .routes import Route, WsRoute
-from .session import Execution
+from .session import DEFAULT_INLINE_DEADLINE, Execution
 from .source import EnvLike
 from .transport import SessionEndpoint
 from .vector import VectorBackend, VectorRoute
@@ -59,6 +59,7 @@ def create_app(
     opponent: Opponent | None = None,
     busy_poll: float = DEFAULT_BUSY_POLL,
     handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
+    inline_deadline: float | None = DEFAULT_INLINE_DEADLINE,
 ) -> Starlette:
     """Serve a Gymnasium environment as an OpenEnv server (an ASGI app).
 
@@ -108,6 +109,12 @@ def create_app(
             route's opening message (``vector_open``), or the next chunk of a
             request body. Connections that hold no session yet are closed after
             it, before they can pile up.
+        inline_deadline: seconds an env call running inline on the event loop
+            (a session whose env proved fast) may take before it is
+            interrupted, its session answered EXECUTION_ERROR and given a fresh
+            env that runs on its thread (see :mod:`openenv_gym.server.deadline`;
+            enforced where the event loop runs in the main thread, as
+            :func:`~openenv_gym.serve` and the CLI run it). ``None``: no deadline.
 
     The environment is built once here to read its spaces, so a broken factory
     fails now rather than in the first session.
@@ -126,6 +133,7 @@ def create_app(
         step_timeout=step_timeout,
         busy_poll=busy_poll,
         handshake_timeout=handshake_timeout,
+        inline_deadline=inline_deadline,
     )
     websocket_routes: list[Route] = [
         WsRoute(source),

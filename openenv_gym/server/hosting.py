@@ -41,7 +41,7 @@ from ..protocol import (
 from .metrics import Metrics
 from .polling import BusyPoll
 from .routes import Opening, Route
-from .session import EnvCaller, EnvHost, Execution, HungCalls
+from .session import DEFAULT_INLINE_DEADLINE, EnvCaller, EnvHost, Execution, HungCalls
 from .source import EnvSource
 from .transport import Channel, next_frame
 from .vector import StepClock
@@ -75,6 +75,7 @@ class Server:
         step_timeout: float | None = None,
         busy_poll: float,
         handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
+        inline_deadline: float | None = DEFAULT_INLINE_DEADLINE,
     ) -> None:
         if max_sessions < 1:
             raise ValueError(f"max_sessions must be at least 1, not {max_sessions}")
@@ -88,6 +89,7 @@ class Server:
         self.session_timeout = session_timeout
         self.execution = execution
         self.step_timeout = step_timeout
+        self.inline_deadline = inline_deadline
         #: Env calls its sessions abandoned that still run (they hold threads and envs).
         self.hung_calls = HungCalls()
         self.env_caller()  # checks the combination now
@@ -102,7 +104,12 @@ class Server:
 
     def env_caller(self, execution: Execution | None = None) -> EnvCaller:
         """How one session runs its env calls (execution mode and step timeout)."""
-        return EnvCaller(execution or self.execution, timeout=self.step_timeout, hung=self.hung_calls)
+        return EnvCaller(
+            execution or self.execution,
+            timeout=self.step_timeout,
+            hung=self.hung_calls,
+            inline_deadline=self.inline_deadline,
+        )
 
     def active_envs(self) -> int:
         """Environments held now: one per ``/ws`` or HTTP session, N per vector

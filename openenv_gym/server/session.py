@@ -38,6 +38,7 @@ from ..protocol import (
     Step,
 )
 from ..protocol import gym as gym_data
+from .deadline import EnvCallInterrupted, InlineDeadline
 from .jsonrpc import handle_jsonrpc
 from .source import EnvSource
 
@@ -50,6 +51,9 @@ __all__ = ["EnvHost", "Session", "EnvCaller", "Execution", "describe_error", "Hu
 #: first slow call.
 Execution = Literal["auto", "thread", "inline"]
 
+
+#: Seconds an inline env call may run before it is interrupted (see :mod:`.deadline`).
+DEFAULT_INLINE_DEADLINE = 5.0
 
 #: The longest run of fast calls an often-demoted session needs to run inline again.
 MAX_PROMOTE_AFTER = 4096
@@ -90,7 +94,11 @@ class EnvCaller:
     With a ``timeout``, every call runs on the thread (a hung call inline
     could not be timed out) and one that takes longer raises
     :class:`EnvCallTimeout`; the hung thread is abandoned and the next call
-    gets a fresh one.
+    gets a fresh one. Without one, an inline call that runs past
+    ``inline_deadline`` is interrupted where the platform allows
+    (:mod:`.deadline`), raising :class:`EnvCallInterrupted`, and the session
+    runs on its thread for good: a fast env that hangs stalls the event loop
+    for ``inline_deadline`` seconds, not for ever.
     """
 
     def __init__(
@@ -101,6 +109,7 @@ class EnvCaller:
         inline_threshold: float = 0.002,
         promote_after: int = 16,
         hung: HungCalls | None = None,
+        inline_deadline: float | None = DEFAULT_INLINE_DEADLINE,
     ) -> None:
         if execution not in ("auto", "thread", "inline"):
             raise ValueError(f"execution must be 'auto', 'thread' or 'inline', not {execution!r}")
@@ -113,9 +122,14 @@ class EnvCaller:
                     "or 'thread' with it"
                 )
             execution = "thread"
+        if inline_deadline is not None and inline_deadline <= 0:
+            raise ValueError(f"the inline deadline must be positive or None, not {inline_deadline}")
         self.timeout = timeout
         #: Where calls this caller abandons are counted until they return.
         self.hung = hung
+        #: Seconds an inline call may run before it is interrupted (see :mod:`.deadline`).
+        self.inline_deadline = inline_deadline
+        self._deadline: InlineDeadline | None = None
         self.execution = execution
         self.inline_threshold = inline_threshold
         self.promote_after = promote_after
@@ -134,10 +148,18 @@ class EnvCaller:
         if self._inline:
             auto = self.execution == "auto"
             usage = _thread_usage() if auto else None
+            deadline = self._deadline_keeper()
             start = time.perf_counter()
+            if deadline is not None:
+                deadline.begin(self.inline_deadline)  # type: ignore[arg-type]
             try:
                 return fn(*args, **kwargs)
+            except EnvCallInterrupted:
+                self.execution, self._inline = "thread", False  # this env hangs: never inline again
+                raise
             finally:
+                if deadline is not None:
+                    deadline.end()
                 self.seconds += (elapsed := time.perf_counter() - start)
                 if auto and elapsed > self.inline_threshold and self._slow_since(usage):
                     self._inline = False
@@ -167,6 +189,14 @@ class EnvCaller:
                         self._inline = True
                 else:
                     self._fast_calls = 0
+
+    def _deadline_keeper(self) -> InlineDeadline | None:
+        """The deadline keeper of the event loop's thread, when calls have a deadline."""
+        if self.inline_deadline is None:
+            return None
+        if self._deadline is None:
+            self._deadline = InlineDeadline.for_this_thread()
+        return self._deadline
 
     def _slow_since(self, before: tuple[float, int] | None) -> bool:
         """Whether a call that took long blocked or computed (not merely preempted)."""
