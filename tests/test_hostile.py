@@ -240,12 +240,12 @@ def test_http_steps_count_against_capacity_and_time_out():
         assert stop_and_time(proc) < DRAIN + 10
 
 
-def _post(url: str, path: str, body: dict) -> tuple[int, dict]:
+def _post(url: str, path: str, body: dict | bytes) -> tuple[int, dict]:
     import urllib.error
     import urllib.request
 
-    request = urllib.request.Request(url + path, data=json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json"})
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    request = urllib.request.Request(url + path, data=data, headers={"Content-Type": "application/json"})
     try:
         with urllib.request.urlopen(request, timeout=30) as response:
             return response.status, json.loads(response.read())
@@ -501,3 +501,60 @@ def _record(failures: list, fn, *args) -> None:
         fn(*args)
     except Exception as exc:  # noqa: BLE001 - the test looks at it
         failures.append(exc)
+
+
+# -- findings 1, 10 and 11 ------------------------------------------------------------------
+
+
+def test_an_http_body_over_the_limit_is_refused_before_it_is_read():
+    """Finding 1: ``POST /reset`` with a 100 MB body was read whole and parsed; eight at
+    once took the server from 55 MB to about 1.5 GB."""
+    context, port = serve_process()
+    with context as proc:
+        before = rss_mb(proc.pid)
+        for _ in range(8):
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+                sock.sendall(b"POST /reset HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                             b"Content-Length: 104857600\r\n\r\n" + b"[0," * 1000)
+                head = sock.recv(4096)  # answered at once: the 100 MB are never read
+                assert head.startswith(b"HTTP/1.1 413"), head[:200]
+        assert rss_mb(proc.pid) - before < 10
+
+
+def test_an_aec_step_before_reset_is_an_execution_error_and_the_session_goes_on():
+    """Finding 10: ``/agents?api=aec`` step before reset answered SESSION_ERROR ("The
+    server failed ... AttributeError") and closed; the protocol promises EXECUTION_ERROR."""
+    from openenv_gym.client.session import RemoteSession
+    from openenv_gym.protocol import Reset, Step
+
+    with openenv_gym.local_server("pettingzoo.classic.tictactoe_v3") as url:
+        session = RemoteSession(url, ConnectOptions(), path="/agents?api=aec")
+        try:
+            with pytest.raises(ExecutionError, match="reset before step"):
+                session.request(Step({"action": 0}))
+            assert session.request(Reset(seed=0)).observation["agents"]  # the session went on
+        finally:
+            session.close()
+
+
+@pytest.mark.parametrize("depth", [490, 995, 5_000])
+@pytest.mark.parametrize("path", ["/reset", "/step", "/mcp"])
+def test_deep_http_bodies_get_the_protocols_error(cartpole_url, path, depth):
+    """Finding 11: ``/step`` answered 500 from about 490 levels (building the validation
+    error recursed), ``/reset`` and ``/mcp`` from about 995."""
+    nested = b"[" * depth + b"]" * depth
+    body = b'{"action": {"action": ' + nested + b"}}" if path == "/step" else nested
+    status, answer = _post(cartpole_url, path, body)
+    if path == "/mcp":
+        assert status == 200 and answer["error"]["code"] == -32700, answer
+    else:
+        assert status == 422 and answer["code"] == "INVALID_JSON", answer
+
+
+def test_a_deep_websocket_mcp_request_gets_a_json_rpc_error(cartpole_url):
+    """Finding 11: WebSocket ``/mcp`` closed without a JSON-RPC error."""
+    from websockets.sync.client import connect
+
+    with connect(cartpole_url.replace("http://", "ws://") + "/mcp", max_size=None) as ws:
+        ws.send("[" * 2_000 + "]" * 2_000)
+        assert json.loads(ws.recv(10))["error"]["code"] == -32700
