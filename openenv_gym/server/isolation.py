@@ -27,7 +27,6 @@ Use it for native or untrusted envs; trusted Python envs are faster inline.
 from __future__ import annotations
 
 import multiprocessing
-import pickle
 import signal
 from collections.abc import Callable
 from multiprocessing.connection import Connection
@@ -84,7 +83,7 @@ class ProcessEnv(gym.Env):
         self._process = context.Process(target=_child_main, args=(child_conn, factory), daemon=True)
         try:
             self._process.start()
-        except (pickle.PicklingError, AttributeError, TypeError) as exc:
+        except Exception as exc:  # noqa: BLE001 - a factory multiprocessing cannot send (PicklingError, ...)
             self._conn.close()
             raise TypeError(
                 f"{name!r} cannot run in a process of its own: its factory cannot be sent to another "
