@@ -110,8 +110,10 @@ def _add_session_options(serve: argparse.ArgumentParser) -> None:
         help="close sessions idle for this many seconds",
     )
     serve.add_argument(
-        "--execution", choices=("auto", "thread", "inline"), default="auto",
-        help="where env calls run (default auto)",
+        "--execution", choices=("auto", "thread", "inline", "process"), default="auto",
+        help="where env calls run: 'auto' (default) on the event loop once proven fast, else on the "
+        "session's thread; 'process': each session's env in a process of its own, for native or "
+        "untrusted envs",
     )
     serve.add_argument(
         "--step-timeout", type=float, default=None, metavar="SECONDS",

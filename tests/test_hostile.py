@@ -558,3 +558,56 @@ def test_a_deep_websocket_mcp_request_gets_a_json_rpc_error(cartpole_url):
     with connect(cartpole_url.replace("http://", "ws://") + "/mcp", max_size=None) as ws:
         ws.send("[" * 2_000 + "]" * 2_000)
         assert json.loads(ws.recv(10))["error"]["code"] == -32700
+
+
+# -- finding 13: process isolation for native or untrusted envs --------------------------
+
+
+def test_an_env_that_aborts_kills_only_its_own_process():
+    """Finding 13: an env that segfaults or calls ``os.abort()`` killed the server and every
+    session on it. With ``--execution process`` each session's env has a process of its own."""
+    context, port = serve_process("--execution", "process", env="tests.envs:CrashingEnv")
+    url = f"http://127.0.0.1:{port}"
+    with context as proc:
+        crashing, other = openenv_gym.RemoteEnv(url), openenv_gym.RemoteEnv(url)
+        crashing.reset(seed=0), other.reset(seed=0)
+        other.step(0)
+        crashing.step(0), crashing.step(0)
+        with pytest.raises(ExecutionError, match="crashed.*SIGABRT"):
+            crashing.step(0)
+        assert proc.poll() is None  # the server lives
+        obs, reward, *_ = other.step(0)  # so does every other session
+        assert reward == 1.0
+        crashing.reset(seed=1)  # a fresh env, in a fresh process
+        assert crashing.step(0)[4]["steps"] == 1
+        crashing.close(), other.close()
+
+
+def test_a_hung_env_in_its_own_process_is_killed_not_abandoned():
+    """With process isolation a step timeout kills the env's process: no thread is left
+    hanging, and the session's slot is free again."""
+    context, port = serve_process("--execution", "process", "--step-timeout", "1",
+                                  "--env-kwargs", '{"delay": 3600}', env="tests.envs:SlowEnv")
+    url = f"http://127.0.0.1:{port}"
+    with context:
+        with openenv_gym.RemoteEnv(url) as env:
+            env.reset(seed=0)
+            with pytest.raises(ExecutionError, match="hung"):
+                env.step(0)
+            deadline = time.monotonic() + 10
+            while _get(url, "/health")["hung_env_calls"] and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert _get(url, "/health")["hung_env_calls"] == 0
+            env.reset(seed=0)  # the session goes on, with a fresh env
+
+
+def test_whole_games_are_refused_under_process_isolation():
+    """``/agents`` runs a whole PettingZoo game in the server's process: refused, with the
+    seat route named, when envs are isolated."""
+    from openenv_gym.errors import FactoryError
+
+    with openenv_gym.local_server("pettingzoo.classic.tictactoe_v3", execution="process") as url:
+        with pytest.raises(FactoryError, match="play a seat on /ws"):
+            openenv_gym.RemoteAECEnv(url).reset(seed=0)
+        with openenv_gym.RemoteEnv(url) as seat:  # the seat view is isolated
+            seat.reset(seed=0)

@@ -39,6 +39,7 @@ from ..protocol import (
 )
 from ..protocol import gym as gym_data
 from .deadline import EnvCallInterrupted, InlineDeadline
+from .isolation import EnvCrashed, ProcessEnv
 from .jsonrpc import handle_jsonrpc
 from .source import EnvSource
 
@@ -49,8 +50,11 @@ __all__ = ["EnvHost", "Session", "EnvCaller", "Execution", "describe_error", "Hu
 #: call stalls every session); ``"auto"`` starts on the thread and moves a
 #: session inline once its calls have proven fast, and back for good at the
 #: first slow call.
-Execution = Literal["auto", "thread", "inline"]
+Execution = Literal["auto", "thread", "inline", "process"]
 
+
+#: Seconds building a session's env may take under a step timeout (if that is shorter).
+BUILD_TIMEOUT = 60.0
 
 #: Seconds an inline env call may run before it is interrupted (see :mod:`.deadline`).
 DEFAULT_INLINE_DEADLINE = 5.0
@@ -111,8 +115,13 @@ class EnvCaller:
         hung: HungCalls | None = None,
         inline_deadline: float | None = DEFAULT_INLINE_DEADLINE,
     ) -> None:
-        if execution not in ("auto", "thread", "inline"):
-            raise ValueError(f"execution must be 'auto', 'thread' or 'inline', not {execution!r}")
+        if execution not in ("auto", "thread", "inline", "process"):
+            raise ValueError(f"execution must be 'auto', 'thread', 'inline' or 'process', not {execution!r}")
+        #: Each session's env lives in a process of its own (:mod:`.isolation`); its
+        #: calls, which wait on that process, run on the session's thread.
+        self.isolated = execution == "process"
+        if self.isolated:
+            execution = "thread"
         if timeout is not None:
             if timeout <= 0:
                 raise ValueError(f"the step timeout must be positive, not {timeout}")
@@ -165,20 +174,29 @@ class EnvCaller:
                     self._inline = False
                     self._fast_calls = 0
                     self.promote_after = min(self.promote_after * 2, MAX_PROMOTE_AFTER)
+        return await self._on_thread(fn, args, kwargs, self.timeout)
+
+    async def build(self, fn: Callable[[], Any]) -> Any:
+        """Build a session's env (``fn``) on its thread: env calls' timeout is for
+        calls, so a build gets :data:`BUILD_TIMEOUT` seconds, or more."""
+        timeout = None if self.timeout is None else max(self.timeout, BUILD_TIMEOUT)
+        return await self._on_thread(fn, (), {}, timeout)
+
+    async def _on_thread(
+        self, fn: Callable[..., Any], args: tuple, kwargs: dict, timeout: float | None
+    ) -> Any:
         if self._worker is None:
             self._worker = _Worker()
         timed = _Timed(fn, args, kwargs)
         try:
             future = asyncio.wrap_future(self._worker.submit(timed))
-            if self.timeout is None:
+            if timeout is None:
                 return await future
             try:
-                return await asyncio.wait_for(future, self.timeout)
+                return await asyncio.wait_for(future, timeout)
             except asyncio.TimeoutError:
                 self.shutdown()  # the hung thread is left behind; the next call gets a new one
-                raise EnvCallTimeout(
-                    f"{getattr(fn, '__name__', 'the call')} took longer than {self.timeout} s"
-                ) from None
+                raise EnvCallTimeout(f"{getattr(fn, '__name__', 'the call')} took longer than {timeout} s") from None
         finally:
             if timed.elapsed is not None:
                 self.seconds += timed.elapsed
@@ -331,7 +349,7 @@ class EnvHost:
     async def start(self) -> None:
         """Build the environment; failures become FACTORY_ERROR."""
         try:
-            self.env = await self.call(self.build)
+            self.env = await self.call.build(self.build)
         except Exception as exc:  # noqa: BLE001 - any factory failure is reported
             raise ProtocolError(
                 ErrorCode.FACTORY_ERROR,
@@ -361,18 +379,22 @@ class EnvHost:
     async def run(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Call the env; what it raises goes back to the client as EXECUTION_ERROR.
 
-        A call past the step timeout recycles the session: the hung env is
-        abandoned (it cannot be closed while it hangs), a fresh one is built,
-        and the client must reset.
+        A call past the step timeout, or an env process that died, recycles the
+        session: the hung env is abandoned (it cannot be closed while it hangs;
+        an env in its own process is killed), a fresh one is built, and the
+        client must reset.
         """
         try:
             return await self.call(fn, *args, **kwargs)
-        except EnvCallTimeout as exc:
-            self.env, self._reset_done = None, False
+        except (EnvCallTimeout, EnvCrashed) as exc:
+            what = "hung" if isinstance(exc, EnvCallTimeout) else "crashed"
+            env, self.env, self._reset_done = self.env, None, False
+            if isinstance(env, ProcessEnv):
+                env.kill()
             await self.start()
             raise ProtocolError(
                 ErrorCode.EXECUTION_ERROR,
-                f"The environment hung: {exc}. This session now has a fresh environment; "
+                f"The environment {what}: {exc}. This session now has a fresh environment; "
                 f"call reset to start a new episode",
             ) from exc
         except Exception as exc:  # noqa: BLE001 - env errors go back to the client
@@ -401,7 +423,8 @@ class Session(EnvHost):
     """
 
     def __init__(self, source: EnvSource, *, codec: Codec, caller: EnvCaller | None = None) -> None:
-        super().__init__(source, source.make, codec, caller)
+        caller = caller or EnvCaller()
+        super().__init__(source, source.make_isolated if caller.isolated else source.make, codec, caller)
         self.episode_id: str | None = None
         self.step_count = 0
         self.seed: int | None = None
