@@ -5,24 +5,30 @@ OpenEnv's reference server (issue 13).
     python benchmarks/reliability_probes.py                           # full sizes, ~15 min
     python benchmarks/reliability_probes.py --scale 0.1 --window 4    # modest sizes, shorter
 
-Two servers, each started afresh for every probe as a subprocess on 127.0.0.1 and
+Three servers, each started afresh for every probe as a subprocess on 127.0.0.1 and
 stopped by its PID:
 
-* ``ours``: ``openenv-gym serve reliability_probes:hanging_cartpole --busy-poll 0
+* ``ours``: ``openenv-gym serve reliability_probes:faulty_cartpole --busy-poll 0
   --drain-timeout 5``;
+* ``isolated``: the same with ``--execution process`` (each session's env in a
+  process of its own), for the probes where the env itself misbehaves;
 * ``reference``: the same env behind openenv 0.10's own ``create_app``
   (``uvicorn --factory reliability_probes:reference_app``, built like
   ``_official_env.py``), as an OpenEnv env author ships it.
 
 The env is CartPole-v1, except that a session whose reset asks for it
-(``{"hang_after": n}``) hangs for an hour in its step after ``n`` steps.
+(``{"hang_after": n}``, ``{"abort_after": n}``) hangs for an hour, or calls
+``os.abort()``, in its step after ``n`` steps.
 
 Beside every probe a healthy client (``RemoteEnv``, its own process) steps CartPole
 for the probe's window and reports its step latency (every call, failed ones
 included) and its errors. Meanwhile the server's RSS is polled every 50 ms
 (``/proc/<pid>/status``) and its peak is ``VmHWM``.
 
-Floods (each for ``--window`` seconds; every peer loops until then):
+Probes (each for ``--window`` seconds; every flooding peer loops until then):
+
+* ``baseline``: no hostile peer;
+* ``crashing_env``: a session's env calls ``os.abort()`` in its third step;
 
 * ``body_100mb``: 8 concurrent ``POST /reset`` declaring and sending a 100 MB JSON body;
 * ``body_zeros``: ``POST /reset`` with a ~95 MiB JSON list of zeros, chunked (no
@@ -68,6 +74,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
+
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
@@ -84,58 +92,63 @@ INLINE_AFTER = 100
 MiB = 1 << 20
 
 
-# ------------------------------------------------------------ the env, both servers ----
+# ------------------------------------------------------------ the env, every server ----
 
-def hanging_cartpole() -> Any:
-    """``openenv-gym serve reliability_probes:hanging_cartpole``: CartPole-v1 that hangs on request."""
-    import gymnasium as gym
+class FaultOnRequest(gym.Wrapper):
+    """CartPole that fails on request: once ``hang_after`` steps of the episode are
+    done each step sleeps an hour, once ``abort_after`` are done the step calls
+    ``os.abort()`` (a native crash). Both come from the reset options (``None``: never)."""
 
-    class HangOnRequest(gym.Wrapper):
-        """CartPole whose step sleeps an hour once ``hang_after`` steps of the episode
-        are done; ``hang_after`` comes from the reset options (``None``: never)."""
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        options = dict(options or {})
+        self.faults = {"hang": options.pop("hang_after", None), "abort": options.pop("abort_after", None)}
+        self.steps = 0
+        return self.env.reset(seed=seed, options=options or None)
 
-        def reset(self, *, seed: int | None = None, options: dict | None = None):
-            options = dict(options or {})
-            self.hang_after = options.pop("hang_after", None)
-            self.steps = 0
-            return self.env.reset(seed=seed, options=options or None)
+    def step(self, action: Any):
+        if self.faults["abort"] is not None and self.steps >= self.faults["abort"]:
+            os.abort()
+        if self.faults["hang"] is not None and self.steps >= self.faults["hang"]:
+            time.sleep(HANG_SECONDS)
+        self.steps += 1
+        return self.env.step(action)
 
-        def step(self, action: Any):
-            if self.hang_after is not None and self.steps >= self.hang_after:
-                time.sleep(HANG_SECONDS)
-            self.steps += 1
-            return self.env.step(action)
 
-    return HangOnRequest(gym.make("CartPole-v1"))
+def faulty_cartpole() -> FaultOnRequest:
+    """``openenv-gym serve reliability_probes:faulty_cartpole``."""
+    return FaultOnRequest(gym.make("CartPole-v1"))
 
 
 def reference_app() -> Any:
-    """uvicorn ``--factory`` target: :func:`hanging_cartpole` behind openenv's ``create_app``."""
+    """uvicorn ``--factory`` target: :func:`faulty_cartpole` behind openenv's ``create_app``."""
     from _official_env import MAX_CONCURRENT_ENVS, CartPoleAction, CartPoleEnvironment, CartPoleObservation
     from openenv.core.env_server import create_app
 
-    class HangingCartPoleEnvironment(CartPoleEnvironment):
+    class FaultyCartPoleEnvironment(CartPoleEnvironment):
         def _make(self) -> Any:
-            return hanging_cartpole()
+            return faulty_cartpole()
 
-        def reset(self, seed: int | None = None, episode_id: str | None = None,
-                  hang_after: int | None = None, **kwargs: Any) -> Any:
+        def reset(self, seed: int | None = None, episode_id: str | None = None, hang_after: int | None = None,
+                  abort_after: int | None = None, **kwargs: Any) -> Any:
             observation = super().reset(seed=seed, episode_id=episode_id)
-            self._env.hang_after = hang_after
+            self._env.faults = {"hang": hang_after, "abort": abort_after}
             return observation
 
-    return create_app(HangingCartPoleEnvironment, CartPoleAction, CartPoleObservation,
+    return create_app(FaultyCartPoleEnvironment, CartPoleAction, CartPoleObservation,
                       env_name="cartpole_probe", max_concurrent_envs=MAX_CONCURRENT_ENVS)
 
 
-TARGETS = ("ours", "reference")
+#: ``ours``: openenv-gym's defaults; ``isolated``: each session's env in its own process;
+#: ``reference``: openenv 0.10's create_app.
+TARGETS = ("ours", "isolated", "reference")
 
 
 def server_argv(target: str, drain_timeout: float) -> Callable[[int], list[Any]]:
-    if target == "ours":
-        return lambda port: h.openenv_gym_argv("serve", "reliability_probes:hanging_cartpole", "--port", port,
-                                               "--busy-poll", 0, "--drain-timeout", drain_timeout)
-    return lambda port: h.uvicorn_argv("reliability_probes:reference_app", port, factory=True)
+    if target == "reference":
+        return lambda port: h.uvicorn_argv("reliability_probes:reference_app", port, factory=True)
+    extra = ["--execution", "process"] if target == "isolated" else []
+    return lambda port: h.openenv_gym_argv("serve", "reliability_probes:faulty_cartpole", "--port", port,
+                                           "--busy-poll", 0, "--drain-timeout", drain_timeout, *extra)
 
 
 # ------------------------------------------------------------ the healthy client ----
@@ -367,6 +380,8 @@ class Probe:
     name = ""
     what = ""
     sigterm = False
+    #: The servers it runs against.
+    targets: tuple[str, ...] = ("ours", "reference")
 
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
@@ -419,6 +434,35 @@ class Probe:
     def close(self) -> None:
         with contextlib.suppress(Exception):
             self._held.close()
+
+
+class Baseline(Probe):
+    name, what = "baseline", "no hostile peer: the healthy client alone"
+    targets = TARGETS
+    peers = 0
+
+
+class CrashingEnv(Probe):
+    name, what = "crashing_env", "a session's third step calls os.abort() in the env"
+    targets = TARGETS
+
+    def peer(self, i: int, port: int, deadline: float) -> None:
+        from websockets.exceptions import ConnectionClosed
+        from websockets.sync.client import connect
+
+        ws = self.hold(connect(f"ws://127.0.0.1:{port}/ws", compression=None, open_timeout=30, ping_interval=None))
+        ws.send(json.dumps({"type": "reset", "data": {"seed": 0, "abort_after": 2}}))
+        ws.recv(timeout=30)
+        for _ in range(3):
+            ws.send('{"type":"step","data":{"action":0}}')
+            try:
+                answer = describe_answer(ws.recv(timeout=30))
+            except ConnectionClosed as exc:
+                answer = f"closed {exc.rcvd.code if exc.rcvd else '(no close frame)'}"
+        self.record({"third_step": answer})
+
+    def summary(self, results: list[Any]) -> dict[str, Any]:
+        return {"third_step": results[0].get("third_step") if results else None, "results": results}
 
 
 class BodyFlood(Probe):
@@ -562,6 +606,7 @@ class KeysFlood(FrameFlood):
 class HungCall(Probe):
     name, what = "hung_call", "a session's first step hangs (an hour)"
     sigterm = True
+    targets = TARGETS
     hang_after = 0
 
     def peer(self, i: int, port: int, deadline: float) -> None:
@@ -610,7 +655,7 @@ class DeafClient(Probe):
 
 
 PROBES: dict[str, type[Probe]] = {p.name: p for p in (
-    BodyFlood, ZerosFlood, PingFlood, ArraysFlood, ArraysUnderLimit, KeysFlood,
+    Baseline, CrashingEnv, BodyFlood, ZerosFlood, PingFlood, ArraysFlood, ArraysUnderLimit, KeysFlood,
     HungCall, HungInline, StalledBody, DeafClient)}
 
 
@@ -705,7 +750,7 @@ def run_probe(name: str, target: str, args: argparse.Namespace, procs: h.Process
             result["probe_result"] = probe.finish(args.request_timeout if not probe.sigterm else 5)
             after = cpu_snapshot([server.pid, worker.pid, os.getpid()])
             status = h.proc_status(server.pid)
-            result["rss_peak_mib"] = max(rss.peak_kib, status.get("VmHWM", 0)) / 1024
+            result["rss_peak_mib"] = max(rss.peak_kib, status.get("VmHWM", 0)) / 1024 or None  # None: died at once
             result["rss_end_mib"] = status.get("VmRSS", 0) / 1024
             result["rss_timeline_kib"] = rss.timeline
         result["background_cores"] = background_cores(before, after)
@@ -758,6 +803,8 @@ def did(r: dict[str, Any]) -> str:
     if "outcomes" in p:
         return ", ".join(f"{k} ×{v}" for k, v in p["outcomes"].items()) + \
             f"; slowest answer {h.fmt(p.get('slowest_answer_s'))} s"
+    if p.get("third_step"):
+        return f"the crashing session's third step: {p['third_step']}"
     if "sent_mib" in p:
         return f"took {p['sent_mib']:,.0f} MiB of pings; sends waited {sum(p['send_blocked_s']):.1f} s"
     if r["probe"] == "deaf_client" and p.get("results"):
@@ -802,7 +849,8 @@ def code_version() -> str | None:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--probes", default=",".join(PROBES), help=f"comma-separated subset of {', '.join(PROBES)}")
-    p.add_argument("--targets", default=",".join(TARGETS), help="ours, reference, or both (default)")
+    p.add_argument("--targets", default=",".join(TARGETS),
+                   help=f"comma-separated subset of {', '.join(TARGETS)} (each probe runs on those it names)")
     p.add_argument("--window", type=float, default=10.0, help="seconds each probe runs beside the healthy client")
     p.add_argument("--scale", type=float, default=1.0, help="multiplies every size (bodies, objects, byte caps)")
     p.add_argument("--request-timeout", type=float, default=60.0, help="per request of a flooding peer")
@@ -815,7 +863,8 @@ def main() -> int:
     unknown = [n for n in names if n not in PROBES] + [t for t in targets if t not in TARGETS]
     if unknown:
         p.error(f"unknown probes or targets: {unknown}")
-    budget = len(names) * len(targets) * (args.window + args.request_timeout + args.exit_cap + 120)
+    runs = [(name, target) for name in names for target in targets if target in PROBES[name].targets]
+    budget = len(runs) * (args.window + args.request_timeout + args.exit_cap + 120)
     procs = h.ProcessSet()
     out: dict[str, Any] = {"command": h.command_line(__file__, sys.argv[1:]),
                            "started": time.strftime("%Y-%m-%d %H:%M:%S"), "code": code_version(),
@@ -825,15 +874,14 @@ def main() -> int:
                            "results": []}
     with h.GlobalTimeout(budget, procs):
         try:
-            for name in names:
-                for target in targets:
-                    h.progress(f"{name} against {target}")
-                    r = run_probe(name, target, args, procs)
-                    out["results"].append(r)
-                    hr = r.get("healthy") or {}
-                    h.progress(f"  peak RSS {h.fmt(r.get('rss_peak_mib'))} MiB; healthy ok {hr.get('ok')}, "
-                               f"p99 {h.fmt(hr.get('p99_ms'))} ms, errors {hr.get('errors')}; {did(r)}"
-                               + (f"; SIGTERM {r['sigterm']}" if "sigterm" in r else ""))
+            for name, target in runs:
+                h.progress(f"{name} against {target}")
+                r = run_probe(name, target, args, procs)
+                out["results"].append(r)
+                hr = r.get("healthy") or {}
+                h.progress(f"  peak RSS {h.fmt(r.get('rss_peak_mib'))} MiB; healthy ok {hr.get('ok')}, "
+                           f"p99 {h.fmt(hr.get('p99_ms'))} ms, errors {hr.get('errors')}; {did(r)}"
+                           + (f"; SIGTERM {r['sigterm']}" if "sigterm" in r else ""))
         finally:
             procs.stop_all()
             out["loadavg_at_end"] = Path("/proc/loadavg").read_text().split()[:3]
