@@ -465,6 +465,26 @@ def test_frames_of_a_million_objects_are_refused_before_they_stall_the_loop():
             env.reset(seed=0)
 
 
+def test_an_error_about_a_long_value_describes_only_its_start():
+    """Finding 6, measured by benchmarks/reliability_probes.py: a 0.9 MiB frame of 99,999
+    0-d arrays (within ``max_items``) as CartPole's action took seconds to refuse, as
+    the error message wrote the repr of every array before cutting it short."""
+    from gymnasium import spaces as gs
+
+    from openenv_gym import spaces
+
+    described = []
+
+    class Item:
+        def __repr__(self) -> str:
+            described.append(self)
+            return "Item()"
+
+    with pytest.raises(spaces.SpaceValueError, match=r"got list \[Item\(\), Item\(\)"):
+        spaces.decode(gs.Discrete(2), [Item()] * 99_999)
+    assert len(described) < 10
+
+
 # -- finding 4: an env that hangs after it proved fast ------------------------------------
 
 
