@@ -178,6 +178,12 @@ class Healthy:
         self.env.reset(seed=self.seed)
 
     def open(self) -> dict[str, Any]:
+        from openenv_gym import RemoteEnv
+
+        # A first session may take seconds on a busy machine (process isolation starts its
+        # fork server then); wait for it here, not inside the measured window.
+        with RemoteEnv(self.base_url, busy_poll=0, message_timeout=60, connect_timeout=60) as warm_up:
+            warm_up.reset(seed=self.seed)
         self._connect()
         return {"encoding": self.env.encoding}
 
