@@ -35,6 +35,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..errors import CLOSING_ERRORS, ErrorCode, ProtocolError, remote_error
+from ..spaces._common import short_repr
 from .hints import jsonable
 
 __all__ = [
@@ -261,7 +262,7 @@ def parse_message(
     kind = message.get("type")
     cls = table.get(kind) if isinstance(kind, str) else None
     if cls is None:
-        shown = kind if isinstance(kind, str) else ("" if kind is None else repr(kind))
+        shown = kind if isinstance(kind, str) else ("" if kind is None else short_repr(kind, 120))
         hint = f" (expected {', '.join(sorted(table))})" if expected else ""
         raise ProtocolError(ErrorCode.UNKNOWN_TYPE, f"Unknown message type: {shown}{hint}")
     rule = cls.data
