@@ -96,6 +96,41 @@ def check_jsonrpc(reply, message=None) -> bool:
     return error["code"] == -32000
 
 
+def check_jsonrpc_request(reply, message) -> bool:
+    """:func:`check_jsonrpc`, and the error code is the one JSON-RPC gives ``message``
+    (a decoded request; :data:`NOT_JSON` when the frame is not JSON, ``None`` when
+    unknown): -32700 for a frame that
+    does not parse (or breaks the size and nesting limits), -32600 for an invalid
+    request, -32602 for params that are not an object, -32601 for an unknown method,
+    -32603 for an MCP method (a Gymnasium env has no tools). The id is echoed."""
+    closes = check_jsonrpc(reply)
+    code = reply["error"]["code"]
+    if message is None or closes:  # unknown, or a refused session
+        return closes
+    if message is NOT_JSON or code == -32700:  # (JSON beyond the nesting or items limit, too)
+        assert code == -32700, (message, reply)
+        return closes
+    if not isinstance(message, dict):
+        assert code == -32600, (message, reply)
+        return closes
+    request_id = message.get("id")
+    echoed = request_id if isinstance(request_id, (str, int)) and not isinstance(request_id, bool) else None
+    assert reply["id"] == echoed, (message, reply)
+    if message.get("jsonrpc") != "2.0" or not isinstance(message.get("method"), str):
+        expected = -32600
+    elif message.get("params") is not None and not isinstance(message["params"], dict):
+        expected = -32602
+    else:
+        expected = -32603 if message["method"] in MCP_METHODS else -32601
+    assert code == expected, (message, reply)
+    return closes
+
+
+#: What :func:`as_json_value` makes of a body or frame that is not JSON.
+NOT_JSON = object()
+MCP_METHODS = {"tools/list", "tools/call", "openenv/session/create", "openenv/session/close"}
+
+
 @dataclass(frozen=True)
 class Route:
     """A WebSocket route as a fuzzer drives it."""
@@ -105,15 +140,31 @@ class Route:
     opening: tuple = ({"type": "reset"},)
     #: Checks a reply to a fuzz frame; True when the reply ends the session.
     check: Callable[[Any, Any], bool] = check_ws_reply
+    #: The message types of the route's envelopes (``None``: the route has none).
+    types: frozenset | None = frozenset({"reset", "step", "state", "close", "mcp", "render"})
+
+    def check_envelope(self, reply, message) -> None:
+        """A message that is not an object, or whose type the route does not know,
+        gets VALIDATION_ERROR or UNKNOWN_TYPE (INVALID_JSON if it did not decode)."""
+        if self.types is None or message is None:
+            return
+        if not isinstance(message, dict):
+            expected = "VALIDATION_ERROR"
+        elif not isinstance(message.get("type"), str) or message["type"] not in self.types:
+            expected = "UNKNOWN_TYPE"
+        else:
+            return
+        assert reply.get("type") == "error" and reply["data"]["code"] in (expected, "INVALID_JSON"), (message, reply)
 
 
 WS = Route("/ws")
+VECTOR_TYPES = frozenset({"vector_open", "reset", "step", "call", "get_attr", "set_attr", "render", "close"})
 VECTOR = Route("/vector", ({"type": "vector_open", "data": {"num_envs": 2}}, {"type": "reset", "data": {"seed": 0}}),
-               replies("vector_observation", "call", "get_attr", "set_attr", "render"))
-VECTOR_OPEN = Route("/vector", (), replies("vector_opened"))
+               replies("vector_observation", "call", "get_attr", "set_attr", "render"), VECTOR_TYPES)
+VECTOR_OPEN = Route("/vector", (), replies("vector_opened"), VECTOR_TYPES)
 AGENTS = Route("/agents?api=aec", ({"type": "reset", "data": {"seed": 0}},),
                replies("observation", "state", "render", "mcp"))
-MCP = Route("/mcp", (), check_jsonrpc)
+MCP = Route("/mcp", (), check_jsonrpc_request, None)
 
 
 class Fuzzer:
@@ -156,7 +207,9 @@ class Fuzzer:
             self.sock = None
             self.closes += 1
             return
-        if self.route.check(self._decode(reply), message):  # the server closes next
+        reply = self._decode(reply)
+        self.route.check_envelope(reply, message)
+        if self.route.check(reply, message):  # the server closes next
             with pytest.raises(ConnectionClosed):
                 sock.recv(timeout=10)
             self.sock = None
@@ -364,7 +417,7 @@ def test_oversize_frames_are_refused_and_the_server_stays_up(fuzz_url, healthy_s
 
 # -- every other route -------------------------------------------------------------------
 
-ROUTE_FUZZ = settings(FUZZ, max_examples=120)
+ROUTE_FUZZ = settings(FUZZ, max_examples=60)
 
 #: Bodies and frames at the limits: empty, a BOM, huge numbers, deep nesting, more items
 #: than ``Limits.max_items``, over the size limit.
@@ -447,16 +500,36 @@ def post(url: str, path: str, body: bytes) -> tuple[int, Any]:
         connection.close()
 
 
+def as_json_value(body: bytes):
+    """What a body says as JSON (UTF-8, as the protocol has it), or :data:`NOT_JSON`."""
+    try:
+        return json.loads(body.decode("utf-8"))
+    except ValueError:  # UnicodeDecodeError and JSONDecodeError alike
+        return NOT_JSON
+
+
 def check_http(path: str, body: bytes, status: int, answer) -> None:
     """A reply (a JSON-RPC response on ``/mcp``, else CartPole's observation), or an HTTP
-    4xx with a JSON detail; a 500 only for the env's own failure, with its code."""
-    if status == 200:
-        if path == "/mcp":
-            check_jsonrpc(answer)
-        else:  # a body the server took is JSON; on /step its action was legal
-            check_observation(answer, {"type": "step", "data": json.loads(body)["action"]} if path == "/step" else None)
+    4xx with a JSON detail; a 500 only for the env's own failure, with its code. A body
+    over the size limit is a 413, one that is not JSON a 422 INVALID_JSON (on ``/mcp``,
+    a JSON-RPC parse error)."""
+    value = as_json_value(body) if body.strip() else {}
+    if len(body) > FRAME_LIMIT:
+        assert status == 413 and answer["code"] == "INVALID_JSON", (status, answer)
+        return
+    if path == "/mcp":
+        assert status == 200, (status, answer)
+        check_jsonrpc_request(answer, value)
+        return
+    if status == 200:  # a body the server took is JSON; on /step its action was legal
+        check_observation(answer, {"type": "step", "data": value["action"]} if path == "/step" else None)
         return
     assert isinstance(answer, dict) and answer.get("detail"), (status, answer)
+    assert "The server failed" not in json.dumps(answer["detail"]), (status, answer)
+    if "code" in answer:
+        assert answer["code"] in CODES, (status, answer)
+    if value is NOT_JSON:
+        assert status == 422 and answer["code"] == "INVALID_JSON", (status, answer)
     assert 400 <= status < 500 or (status == 500 and answer.get("code") == "EXECUTION_ERROR"), (status, answer)
 
 
@@ -479,7 +552,7 @@ def test_websocket_mcp(fuzz_url, healthy_session):
     @given(jsonrpc_requests.map(json.dumps) | json_values.map(json.dumps) | st.text(max_size=100)
            | st.sampled_from(SPECIAL).map(bytes.decode) | st.binary(max_size=50))
     def run(frame):
-        fuzzer.send_frame(frame)
+        fuzzer.send_frame(frame, as_json_value(frame.encode("utf-8")) if isinstance(frame, str) else None)
 
     run()
     fuzzer.close()
