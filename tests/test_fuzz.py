@@ -591,9 +591,10 @@ def test_agents_messages(game_url, healthy_game, binary):
     fuzzer = Fuzzer(game_url, binary, route=AGENTS)
 
     @ROUTE_FUZZ
-    @given(agents_messages | st.binary(max_size=100).map(lambda data: data if binary else data.decode("latin-1")))
-    def run(message):
-        fuzzer.send_frame(message if isinstance(message, (bytes, str)) else pack(message, binary), message)
+    @given(agents_messages.map(lambda message: (pack(message, binary), message))
+           | st.binary(max_size=100).map(lambda data: (data if binary else data.decode("latin-1"), None)))
+    def run(frame_and_message):
+        fuzzer.send_frame(*frame_and_message)
 
     run()
     fuzzer.close()
