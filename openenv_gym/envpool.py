@@ -43,6 +43,7 @@ Needs the ``envpool`` extra (``pip install 'openenv-gym[envpool]'``).
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -168,7 +169,10 @@ class EnvPoolVectorEnv(gym.vector.VectorEnv):
         return out
 
     def _build(self, seeds: list[int]) -> Any:
-        pool = self._make_pool(num_envs=self.num_envs, batch_size=self.num_envs, seed=seeds[0], env_seed=seeds)
+        with warnings.catch_warnings():  # EnvPool's float64 bounds of float32 Boxes, at every build
+            warnings.filterwarnings("ignore", message=".*precision lowered by casting", category=UserWarning)
+            pool = self._make_pool(num_envs=self.num_envs, batch_size=self.num_envs, seed=seeds[0], env_seed=seeds)
+            pool.observation_space, pool.action_space  # noqa: B018 - built (and warned about) here
         if not is_pool(pool):
             raise TypeError(f"the pool factory returned {type(pool).__name__}, not an EnvPool pool")
         return pool
