@@ -86,6 +86,8 @@ def _add_check(commands: Any) -> None:
     )
     check.add_argument("target", metavar="PACKAGE", help="package directory with openenv.yaml and validation/")
     check.add_argument("--json", metavar="FILE", default=None, help="also write the report as JSON (upstream's shape)")
+    check.add_argument("--markdown", metavar="FILE", default=None,
+                       help="also write the report as Markdown, with its plots in FILE's stem .png (matplotlib)")
     check.add_argument("--skip-upstream", action="store_true", help="run only openenv-gym's checks")
 
 
@@ -278,7 +280,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "check":
         from .kit.checks import main as check_main
 
-        return check_main(args.target, json_path=args.json, upstream=not args.skip_upstream)
+        return check_main(args.target, json_path=args.json, markdown_path=args.markdown,
+                          upstream=not args.skip_upstream)
     return _serve(args)
 
 

@@ -30,7 +30,7 @@ from .policies import Policy, canaries, controller_for, play, search
 from .ranges import known_range
 from .target import load_source
 
-__all__ = ["measure", "ProbeError", "MAX_STEPS", "RANGE_SEEDS"]
+__all__ = ["measure", "run_in_child", "ProbeError", "MAX_STEPS", "RANGE_SEEDS"]
 
 #: Steps after which an episode is cut (an env without an episode limit still ends).
 MAX_STEPS = 1000
@@ -58,16 +58,22 @@ def measure(
     to use as the oracle instead of a bundled one.
     """
     request = {"target": os.fspath(target), "env_kwargs": env_kwargs, "seed": seed, "oracle": oracle}
+    return run_in_child("openenv_gym.kit.probe", request, timeout=timeout, what=f"measuring {target}")
+
+
+def run_in_child(module: str, request: dict[str, Any], *, timeout: float, what: str) -> dict[str, Any]:
+    """Run ``python -m module 'REQUEST'`` in a fresh interpreter and return the JSON object it
+    prints last. Raises :class:`ProbeError` with the child's last line of stderr when it fails."""
     env = dict(os.environ, PYGAME_HIDE_SUPPORT_PROMPT="1")
-    # The caller's import path (a source checkout, say) reaches the probe too.
+    # The caller's import path (a source checkout, say) reaches the child too.
     env["PYTHONPATH"] = os.pathsep.join([p for p in sys.path if p] + [env.get("PYTHONPATH", "")])
     done = subprocess.run(
-        [sys.executable, "-m", "openenv_gym.kit.probe", json.dumps(request)],
+        [sys.executable, "-m", module, json.dumps(request)],
         capture_output=True, text=True, timeout=timeout, env=env, cwd=os.getcwd(),
     )
     if done.returncode != 0:
         lines = done.stderr.strip().splitlines()
-        raise ProbeError(f"measuring {target} failed: {lines[-1] if lines else 'no output'}")
+        raise ProbeError(f"{what} failed: {lines[-1] if lines else 'no output'}")
     lines = done.stdout.strip().splitlines()  # an env may print on import: the result is the last line
     return json.loads(lines[-1])
 
