@@ -71,8 +71,11 @@ def test_a_reward_outside_the_declared_range_is_caught(tmp_path):
 
 def test_an_env_deaf_to_its_actions_is_unlearnable(tmp_path):
     found = failures(checked(tmp_path, "Deaf"))
-    # Every policy earns the same, so the canaries sit at the top as well: the same defect.
-    assert found == {"learning.learnability", "semantic.floor_gap", "semantic.canary_floor"}
+    # Every policy earns the same, so the canaries and any repeated action sit at the top as
+    # well: the same defect, seen from three more sides.
+    assert found == {
+        "learning.learnability", "semantic.floor_gap", "semantic.canary_floor", "hacking.repeated_action",
+    }
 
 
 def test_the_cli_prints_a_table_writes_the_json_and_exits_1_on_a_failure(tmp_path, capsys):
