@@ -5,7 +5,7 @@ The probe answers with the simplest learner that fits the spaces, trained over
 the wire for a bounded number of episodes and seconds:
 
 * :class:`TabularQ`: Q-learning over hashed observations, for ``Discrete`` actions
-  and a small observation space (``Discrete``, or a PettingZoo board with its mask);
+  and a small observation space (``Discrete``, or a small PettingZoo board with its mask);
 * :class:`HillClimber`: random search and hill climbing of a linear policy, for ``Box``
   observations and ``Discrete`` or ``Box`` actions.
 
@@ -32,6 +32,9 @@ from ..server.multiagent import action_mask
 
 __all__ = ["Learner", "TabularQ", "HillClimber", "learner_for", "learn"]
 
+#: The largest board (flattened observation) tabular Q-learning is tried on: Connect Four's
+#: is 91 numbers, chess's 11,776, where a table never sees a state twice.
+MAX_TABULAR_ELEMENTS = 1000
 #: Steps after which a training or evaluation episode is cut.
 MAX_STEPS = 1000
 EVAL_SEED = 0
@@ -47,7 +50,11 @@ def learner_for(observation_space: gym.Space, action_space: gym.Space) -> Learne
     """The bundled learner for these spaces, if there is one."""
     if isinstance(action_space, gym.spaces.Discrete) and (
         isinstance(observation_space, gym.spaces.Discrete)
-        or (isinstance(observation_space, gym.spaces.Dict) and "action_mask" in observation_space.spaces)
+        or (
+            isinstance(observation_space, gym.spaces.Dict)
+            and "action_mask" in observation_space.spaces
+            and gym.spaces.flatdim(observation_space) <= MAX_TABULAR_ELEMENTS
+        )
     ):
         return TabularQ(action_space)
     if isinstance(observation_space, gym.spaces.Box) and isinstance(
