@@ -26,6 +26,7 @@ import gymnasium as gym
 import numpy as np
 
 from .. import spaces
+from ..server.multiagent import action_mask
 from .policies import Policy, canaries, controller_for, play, search
 from .ranges import known_range
 from .target import load_source
@@ -134,8 +135,6 @@ def _observation_bytes(env: gym.Env, source: Any, seed: int) -> int:
     obs, info = env.reset(seed=seed)
     largest = 0
     sampler = canaries(source.action_space, seed)["random"]
-    from ..server.multiagent import action_mask
-
     for _ in range(20):
         size = len(json.dumps(spaces.encode(source.observation_space, obs)))
         largest = max(largest, size + len(json.dumps(info, default=str)))
