@@ -4,6 +4,9 @@
     $ openenv-gym serve mypackage.envs:make_env --env-kwargs '{"level": 3}'
     $ openenv-gym serve pettingzoo.classic.connect_four_v3 --port 8001
     $ openenv-gym list
+    $ openenv-gym kit CartPole-v1 --out my_package     # an RFC 008 validation kit
+    $ openenv-gym kit wrappers/cartpole                # ... written into a package
+    $ openenv-gym check wrappers/cartpole              # upstream's graders, then ours
 
 SIGINT and SIGTERM stop the server cleanly: open sessions get a close frame
 and their environments are closed.
@@ -46,7 +49,46 @@ def _parser() -> argparse.ArgumentParser:
         help="list the openenv/... catalog ids",
         description="Every catalog id, its upstream OpenEnv env, and where its server comes from.",
     )
+    _add_kit(commands)
+    _add_check(commands)
     return parser
+
+
+#: What TARGET may be, for ``kit`` and ``check``.
+_TARGET_HELP = "Gymnasium id, module:factory, PettingZoo module, or a package directory (with openenv.yaml)"
+
+
+def _add_kit(commands: Any) -> None:
+    kit = commands.add_parser(
+        "kit",
+        help="generate an RFC 008 validation kit (openenv.yaml's validation: block, runtime plan, canaries, oracle)",
+        description="Measure TARGET and write what `openenv validate` needs: the validation: block of "
+        "openenv.yaml (the rest is kept), validation/runtime.json, validation/canaries.json, "
+        "validation/oracle.json when an oracle is found, and validation/kit.json.",
+    )
+    kit.add_argument("target", metavar="TARGET", help=_TARGET_HELP)
+    kit.add_argument("--out", metavar="DIR", default=None, help="package directory to write (default: TARGET, "
+                     "when it is a package)")
+    kit.add_argument("--env-kwargs", type=_json_object, default=None, metavar="JSON",
+                     help="keyword arguments for gym.make or the factory, as a JSON object")
+    kit.add_argument("--seed", type=int, default=0, help="seed of every recorded episode (default 0)")
+    kit.add_argument("--oracle", metavar="MODULE:POLICY", default=None,
+                     help="oracle policy(obs, info, mask) -> action, instead of a bundled controller or search")
+
+
+def _add_check(commands: Any) -> None:
+    check = commands.add_parser(
+        "check",
+        help="run upstream's validation graders without Docker, then the semantic checks upstream lacks",
+        description="Check a package directory holding a validation kit (see `openenv-gym kit`): upstream's "
+        "static and runtime graders through a local provider, then episode_determinism, oracle_max, "
+        "floor_gap, canary_floor, replayability, reward hacking probes and a learnability probe.",
+    )
+    check.add_argument("target", metavar="PACKAGE", help="package directory with openenv.yaml and validation/")
+    check.add_argument("--json", metavar="FILE", default=None, help="also write the report as JSON (upstream's shape)")
+    check.add_argument("--markdown", metavar="FILE", default=None,
+                       help="also write the report as Markdown, with its plots in FILE's stem .png (matplotlib)")
+    check.add_argument("--skip-upstream", action="store_true", help="run only openenv-gym's checks")
 
 
 def _add_serve(commands: Any) -> None:
@@ -236,7 +278,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "list":
         return _list_envs()
+    if args.command == "kit":
+        return _kit(args)
+    if args.command == "check":
+        from .kit.checks import main as check_main
+
+        return check_main(args.target, json_path=args.json, markdown_path=args.markdown,
+                          upstream=not args.skip_upstream)
     return _serve(args)
+
+
+def _kit(args: argparse.Namespace) -> int:
+    from .kit import ProbeError, make_kit
+
+    try:
+        kit = make_kit(args.target, args.out, env_kwargs=args.env_kwargs, seed=args.seed, oracle=args.oracle)
+    except (ProbeError, ValueError) as exc:
+        print(f"openenv-gym: {exc}", file=sys.stderr)
+        return 1
+    print(kit.summary())
+    return 0
 
 
 def _optional_seconds(text: str) -> float | None:

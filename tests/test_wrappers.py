@@ -44,8 +44,10 @@ def test_every_expected_wrapper_exists():
 def test_wrapper_layout(name):
     folder = WRAPPERS / name
     manifest = yaml.safe_load((folder / "openenv.yaml").read_text())
+    validation = manifest.pop("validation")  # the RFC 008 kit: tests/kit/test_upstream.py
     assert manifest == {"spec_version": 1, "name": name, "type": "space", "runtime": "fastapi",
                         "app": "server.app:app", "port": 8000}
+    assert validation["execution"]["probe_path"] == "validation/runtime.json"
     project = tomllib.loads((folder / "pyproject.toml").read_text())["project"]
     assert any(d.startswith("openenv-gym") for d in project["dependencies"])
     assert project["scripts"]["server"] == "server.app:main"

@@ -1,0 +1,215 @@
+"""Small learners for the learnability probe of ``openenv-gym check``.
+
+RFC 008 asks whether an env gives "a learning signal within hundreds of steps".
+The probe answers with the simplest learner that fits the spaces, trained over
+the wire for a bounded number of episodes and seconds:
+
+* :class:`TabularQ`: Q-learning over hashed observations, for ``Discrete`` actions
+  and a small observation space (``Discrete``, or a small PettingZoo board with its mask);
+* :class:`HillClimber`: random search and hill climbing of a linear policy, for ``Box``
+  observations and ``Discrete`` or ``Box`` actions.
+
+Each returns its learning curve: the return of its greedy policy, evaluated on a
+fixed seed, after each round of training. :func:`learn` trains one on the env a
+package serves, in a process of its own and in process with the env: thousands of
+steps a second, where the wire would make the probe wait on latency rather than
+on the reward.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections import defaultdict
+from typing import Any, Protocol
+
+import gymnasium as gym
+import numpy as np
+
+from ..server.multiagent import action_mask
+
+__all__ = ["Learner", "TabularQ", "HillClimber", "learner_for", "learn"]
+
+#: The largest board (flattened observation) tabular Q-learning is tried on: Connect Four's
+#: is 91 numbers, chess's 11,776, where a table never sees a state twice.
+MAX_TABULAR_ELEMENTS = 1000
+#: Steps after which a training or evaluation episode is cut.
+MAX_STEPS = 1000
+EVAL_SEED = 0
+
+
+class Learner(Protocol):
+    name: str
+
+    def train(self, env: gym.Env, *, goal: float, episodes: int, budget_s: float) -> list[float]: ...
+
+
+def learner_for(observation_space: gym.Space, action_space: gym.Space) -> Learner | None:
+    """The bundled learner for these spaces, if there is one."""
+    if isinstance(action_space, gym.spaces.Discrete) and (
+        isinstance(observation_space, gym.spaces.Discrete)
+        or (
+            isinstance(observation_space, gym.spaces.Dict)
+            and "action_mask" in observation_space.spaces
+            and gym.spaces.flatdim(observation_space) <= MAX_TABULAR_ELEMENTS
+        )
+    ):
+        return TabularQ(action_space)
+    if isinstance(observation_space, gym.spaces.Box) and isinstance(
+        action_space, (gym.spaces.Discrete, gym.spaces.Box)
+    ):
+        return HillClimber(observation_space, action_space)
+    return None
+
+
+def _key(obs: Any) -> bytes:
+    if isinstance(obs, dict):
+        return b"".join(np.asarray(obs[k]).tobytes() for k in sorted(obs))
+    return np.asarray(obs).tobytes()
+
+
+def _legal(space: gym.spaces.Discrete, mask: np.ndarray | None) -> np.ndarray:
+    start, n = int(space.start), int(space.n)
+    if mask is None:
+        return np.arange(start, start + n)
+    legal = start + np.flatnonzero(mask)
+    return legal if legal.size else np.arange(start, start + 1)
+
+
+class TabularQ:
+    """Epsilon-greedy Q-learning (learning rate 0.5, discount 0.99, epsilon from 1 down to 0.05)."""
+
+    name = "tabular Q-learning"
+
+    def __init__(self, action_space: gym.spaces.Discrete, seed: int = 0) -> None:
+        self.space = action_space
+        self.rng = np.random.default_rng(seed)
+        self.q: defaultdict[bytes, np.ndarray] = defaultdict(lambda: np.zeros(int(action_space.n)))
+
+    def act(self, obs: Any, mask: np.ndarray | None, epsilon: float) -> int:
+        legal = _legal(self.space, mask)
+        if self.rng.random() < epsilon:
+            return int(self.rng.choice(legal))
+        values = self.q[_key(obs)][legal - int(self.space.start)]
+        best = legal[values == values.max()]
+        return int(self.rng.choice(best))
+
+    def episode(self, env: gym.Env, *, seed: int | None, epsilon: float, learn: bool) -> float:
+        obs, info = env.reset(seed=seed)
+        total = 0.0
+        for _ in range(MAX_STEPS):
+            action = self.act(obs, action_mask(obs, info), epsilon)
+            next_obs, reward, terminated, truncated, info = env.step(action)
+            total += float(reward)
+            if learn:
+                row, index = self.q[_key(obs)], action - int(self.space.start)
+                future = 0.0 if terminated else float(self.q[_key(next_obs)].max())
+                row[index] += 0.5 * (float(reward) + 0.99 * future - row[index])
+            obs = next_obs
+            if terminated or truncated:
+                break
+        return total
+
+    def train(self, env: gym.Env, *, goal: float, episodes: int, budget_s: float) -> list[float]:
+        deadline = time.monotonic() + budget_s
+        curve: list[float] = []
+        for done in range(1, episodes + 1):
+            epsilon = max(0.05, 1.0 - done / (0.6 * episodes))
+            self.episode(env, seed=EVAL_SEED + done, epsilon=epsilon, learn=True)
+            if done % 10 == 0 or done == episodes:
+                curve.append(self.episode(env, seed=EVAL_SEED, epsilon=0.0, learn=False))
+                if curve[-1] >= goal or time.monotonic() > deadline:
+                    break
+        return curve
+
+
+class HillClimber:
+    """Hill climbing of a linear policy: perturb the best weights, keep what scores no lower."""
+
+    name = "linear-policy random search"
+
+    def __init__(self, observation_space: gym.spaces.Box, action_space: gym.Space, seed: int = 0) -> None:
+        self.action_space = action_space
+        self.rng = np.random.default_rng(seed)
+        if isinstance(action_space, gym.spaces.Discrete):
+            outputs = int(action_space.n)
+        else:
+            outputs = int(np.prod(action_space.shape or ()))
+        self.shape = (outputs, int(np.prod(observation_space.shape or ())) + 1)
+
+    def act(self, weights: np.ndarray, obs: Any) -> Any:
+        features = np.append(np.asarray(obs, dtype=np.float64).ravel(), 1.0)
+        out = weights @ features
+        space = self.action_space
+        if isinstance(space, gym.spaces.Discrete):
+            return int(space.start) + int(np.argmax(out))
+        assert isinstance(space, gym.spaces.Box)
+        low, high = space.low.astype(np.float64), space.high.astype(np.float64)
+        scaled = low + (np.tanh(out).reshape(space.shape) + 1) / 2 * (high - low)
+        return scaled.astype(space.dtype)
+
+    def evaluate(self, env: gym.Env, weights: np.ndarray) -> float:
+        obs, _ = env.reset(seed=EVAL_SEED)
+        total = 0.0
+        for _ in range(MAX_STEPS):
+            obs, reward, terminated, truncated, _ = env.step(self.act(weights, obs))
+            total += float(reward)
+            if terminated or truncated:
+                break
+        return total
+
+    def train(self, env: gym.Env, *, goal: float, episodes: int, budget_s: float) -> list[float]:
+        deadline = time.monotonic() + budget_s
+        best = self.rng.normal(size=self.shape)
+        best_return = self.evaluate(env, best)
+        curve = [best_return]
+        scale = 1.0
+        while len(curve) < episodes and best_return < goal and time.monotonic() < deadline:
+            # Half the candidates are fresh draws (random search), half perturb the best (hill climbing).
+            if self.rng.random() < 0.5:
+                candidate = self.rng.normal(size=self.shape)
+            else:
+                candidate = best + scale * self.rng.normal(size=self.shape)
+            total = self.evaluate(env, candidate)
+            # Adaptive noise: search closer after a gain, farther (out of a local optimum) after a loss.
+            if total >= best_return:
+                best, best_return = candidate, total
+                scale = max(0.01, scale / 2)
+            else:
+                scale = min(2.0, scale * 2)
+            curve.append(best_return)
+        return curve
+
+
+def learn(target: str | os.PathLike[str], *, goal: float, episodes: int, budget_s: float) -> dict[str, Any]:
+    """Train the bundled learner on ``target``'s env until its return reaches ``goal``.
+
+    Returns ``{"learner": name or None, "curve": [...], "spaces": "..."}``.
+    """
+    from .probe import run_in_child
+
+    request = {"target": os.fspath(target), "goal": goal, "episodes": episodes, "budget_s": budget_s}
+    return run_in_child("openenv_gym.kit.learning", request, timeout=budget_s + 120, what=f"training on {target}")
+
+
+def main() -> None:
+    from .target import load_source
+
+    request = json.loads(sys.argv[1])
+    source = load_source(request["target"])
+    learner = learner_for(source.observation_space, source.action_space)
+    spaces = f"{source.observation_space} -> {source.action_space}"
+    curve: list[float] = []
+    if learner is not None:
+        env = source.make()
+        try:
+            curve = learner.train(env, goal=request["goal"], episodes=request["episodes"], budget_s=request["budget_s"])
+        finally:
+            env.close()
+    print(json.dumps({"learner": None if learner is None else learner.name, "curve": curve, "spaces": spaces}))
+
+
+if __name__ == "__main__":
+    main()
