@@ -17,6 +17,8 @@
     ├── MessageTimeoutError      (also TimeoutError) no answer in time
     ├── ProtocolMismatchError    the peer does not offer what was asked for
     ├── SpaceValueError          (also ValueError) a value does not fit its space
+    ├── ToolError                an MCP tool call failed (an unknown tool, bad arguments,
+    │                            an illegal action, an env that raised)
     ├── EnvCallTimeout           (also TimeoutError) a server's env call hung
     ├── ListenError              (also OSError) a server could not bind its address
     └── EmbeddedServerError      (also RuntimeError) a built-in server did not start
@@ -55,6 +57,7 @@ __all__ = [
     "MessageTimeoutError",
     "ProtocolMismatchError",
     "EnvCallTimeout",
+    "ToolError",
     "ListenError",
     "EmbeddedServerError",
     "remote_error",
@@ -184,6 +187,22 @@ class ProtocolMismatchError(OpenEnvGymError):
 
 class EnvCallTimeout(OpenEnvGymError, TimeoutError):
     """A server's env call ran past its step timeout."""
+
+
+class ToolError(OpenEnvGymError):
+    """An MCP tool call that failed, and why, in OpenEnv's words: ``error_type`` is a
+    value of its ``ToolErrorType`` (``"tool_not_found"``, ``"invalid_args"``,
+    ``"execution_error"``, ``"timeout"``, ``"transport_error"``).
+
+    A server answers it the way OpenEnv answers a failing tool: a JSON-RPC error on
+    ``/mcp``, an ``error`` object in a ``call_tool`` step's observation, a result with
+    ``isError`` for MCP clients.
+    """
+
+    def __init__(self, message: str, error_type: str = "execution_error") -> None:
+        super().__init__(message)
+        self.message = message
+        self.error_type = error_type
 
 
 class ListenError(OpenEnvGymError, OSError):
