@@ -17,9 +17,8 @@
     ├── MessageTimeoutError      (also TimeoutError) no answer in time
     ├── ProtocolMismatchError    the peer does not offer what was asked for
     ├── SpaceValueError          (also ValueError) a value does not fit its space
-    ├── ToolError                an MCP tool call failed (an unknown tool, bad arguments,
-    │                            an illegal action, an env that raised)
     ├── EnvCallTimeout           (also TimeoutError) a server's env call hung
+    ├── ToolCallError            (also ValueError) an env's MCP tool refused a call or failed
     ├── ListenError              (also OSError) a server could not bind its address
     └── EmbeddedServerError      (also RuntimeError) a built-in server did not start
 
@@ -57,7 +56,7 @@ __all__ = [
     "MessageTimeoutError",
     "ProtocolMismatchError",
     "EnvCallTimeout",
-    "ToolError",
+    "ToolCallError",
     "ListenError",
     "EmbeddedServerError",
     "remote_error",
@@ -189,20 +188,16 @@ class EnvCallTimeout(OpenEnvGymError, TimeoutError):
     """A server's env call ran past its step timeout."""
 
 
-class ToolError(OpenEnvGymError):
-    """An MCP tool call that failed, and why, in OpenEnv's words: ``error_type`` is a
-    value of its ``ToolErrorType`` (``"tool_not_found"``, ``"invalid_args"``,
-    ``"execution_error"``, ``"timeout"``, ``"transport_error"``).
+class ToolCallError(OpenEnvGymError, ValueError):
+    """An env's MCP tool refused a call or failed: an unknown tool, arguments it does
+    not take, a tool that raised. ``error_type`` is OpenEnv's kind of tool error
+    (``tool_not_found``, ``invalid_args``, ``execution_error``, ...); the message is
+    the server's, which says what went wrong."""
 
-    A server answers it the way OpenEnv answers a failing tool: a JSON-RPC error on
-    ``/mcp``, an ``error`` object in a ``call_tool`` step's observation, a result with
-    ``isError`` for MCP clients.
-    """
-
-    def __init__(self, message: str, error_type: str = "execution_error") -> None:
-        super().__init__(message)
-        self.message = message
+    def __init__(self, message: str, *, error_type: str = "execution_error") -> None:
+        super().__init__(f"{error_type}: {message}")
         self.error_type = error_type
+        self.message = message
 
 
 class ListenError(OpenEnvGymError, OSError):

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from . import spaces
-from .errors import ToolError
+from .errors import ToolCallError
 from .protocol.mcp import ToolResult, ToolSpec
 from .protocol.messages import error_entry, invalid
 
@@ -195,8 +195,8 @@ class FieldsEnv(abc.ABC):
 
     def call_tool(self, name: str, arguments: dict[str, Any]) -> ToolResult:
         """Run one of :attr:`tools` with the arguments a client sent (unchecked); raise
-        :class:`~openenv_gym.errors.ToolError` for a call that fails, with OpenEnv's error type."""
-        raise ToolError(f"Unknown tool: {name!r}", "tool_not_found")
+        :class:`~openenv_gym.errors.ToolCallError` for a call that fails, with OpenEnv's error type."""
+        raise ToolCallError(f"Unknown tool: {name!r}", error_type="tool_not_found")
 
     @classmethod
     def schema_document(cls) -> dict:

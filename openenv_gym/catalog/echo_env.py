@@ -35,7 +35,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from ..errors import ToolError
+from ..errors import ToolCallError
 from ..fields import (
     BASE_STATE_DESCRIPTION,
     FieldsEnv,
@@ -182,7 +182,7 @@ class EchoEnvironment(FieldsEnv):
         name = action["tool_name"]
         try:
             result = call_tool(name, action.get("arguments", {}))
-        except ToolError as exc:
+        except ToolCallError as exc:
             return FieldsObservation(
                 {"tool_name": name, "result": None, "error": tool_error_data(exc)}, reward=None
             )
@@ -200,9 +200,9 @@ class EchoEnvironment(FieldsEnv):
 # -- the tools ------------------------------------------------------------------
 
 
-def _failure(message: str) -> ToolError:
+def _failure(message: str) -> ToolCallError:
     """A failed call, of the error type OpenEnv's ``MCPEnvironment`` reads off its message."""
-    return ToolError(message, _classify(message))
+    return ToolCallError(message, error_type=_classify(message))
 
 
 def _classify(message: str) -> str:
@@ -217,7 +217,7 @@ def _classify(message: str) -> str:
 
 def call_tool(name: str, arguments: dict[str, Any]) -> ToolResult:
     """The result of tool ``name``, as FastMCP makes it of the tool function's value;
-    raises :class:`~openenv_gym.errors.ToolError`."""
+    raises :class:`~openenv_gym.errors.ToolCallError`."""
     if name not in _TOOLS_BY_NAME:
         raise _failure(f"Unknown tool: {name!r}")
     message = _check_arguments(name, arguments)

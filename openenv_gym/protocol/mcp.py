@@ -37,9 +37,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ..errors import CLOSING_ERRORS, OpenEnvGymError, ProtocolError, ToolError
+from ..errors import CLOSING_ERRORS, OpenEnvGymError, ProtocolError, ToolCallError
 from .hints import jsonable
-from .messages import ClientMessage, Observation, ServerMessage, Step, check_fields, validation_error
+from .messages import ClientMessage, Observation, ServerMessage, check_fields, validation_error
 
 __all__ = [
     "Request",
@@ -72,7 +72,6 @@ __all__ = [
     "tool_action",
     "tools_observation",
     "tool_observation",
-    "ToolReply",
 ]
 
 #: JSON-RPC 2.0 error codes.
@@ -258,12 +257,12 @@ class ToolResult:
         }
 
 
-def tool_failure(error: ToolError) -> dict[str, Any]:
+def tool_failure(error: ToolCallError) -> dict[str, Any]:
     """The ``CallToolResult`` an MCP client gets for a tool that failed (``isError``)."""
     return {"content": [{"type": "text", "text": error.message}], "isError": True}
 
 
-def tool_error_data(error: ToolError) -> dict[str, Any]:
+def tool_error_data(error: ToolCallError) -> dict[str, Any]:
     """OpenEnv's ``ToolError`` object: ``{"error_type", "message"}``."""
     return {"error_type": error.error_type, "message": error.message}
 
@@ -285,10 +284,6 @@ def initialize_result(requested: Any, name: str, version: str) -> dict[str, Any]
 class ListTools:
     """OpenEnv's ``ListToolsAction``: ``{"type": "list_tools"}`` as a step's data."""
 
-    def step(self) -> Step:
-        """The ``step`` message carrying it."""
-        return Step({"type": "list_tools"})
-
 
 @dataclass(frozen=True)
 class CallTool:
@@ -297,10 +292,6 @@ class CallTool:
 
     tool_name: str
     arguments: dict[str, Any] = field(default_factory=dict)
-
-    def step(self) -> Step:
-        """The ``step`` message carrying it."""
-        return Step({"type": "call_tool", "tool_name": self.tool_name, "arguments": self.arguments})
 
 
 _LIST_FIELDS = frozenset({"type", "metadata"})
@@ -334,48 +325,12 @@ def tools_observation(tools: Iterable[ToolSpec]) -> Observation:
 
 
 def tool_observation(
-    name: str, result: ToolResult | ToolError, *, reward: float | None, done: bool
+    name: str, result: ToolResult | ToolCallError, *, reward: float | None, done: bool
 ) -> Observation:
     """The observation answering a ``call_tool`` step (OpenEnv's ``CallToolObservation``):
     the result in OpenEnv's dialect, or the error, with the step's ``reward`` and ``done``."""
-    if isinstance(result, ToolError):
+    if isinstance(result, ToolCallError):
         outcome, error = None, tool_error_data(result)
     else:
         outcome, error = result.to_wire(spec=False), None
     return Observation({"metadata": {}, "tool_name": name, "result": outcome, "error": error}, reward, done)
-
-
-@dataclass(frozen=True)
-class ToolReply:
-    """What a ``call_tool`` step's observation says, read on the client side: the
-    ``CallToolResult`` (``None`` if the call failed), the ``error`` object (``None`` if it
-    did not), and the step's reward and done.
-
-        >>> reply = ToolReply.from_observation(tool_observation(
-        ...     "act", ToolResult.of_value({"text": "ok"}), reward=1.0, done=True))
-        >>> reply.data, reply.reward, reply.done
-        ({'text': 'ok'}, 1.0, True)
-    """
-
-    tool_name: str
-    result: dict[str, Any] | None
-    error: dict[str, Any] | None
-    reward: float | None
-    done: bool
-
-    @classmethod
-    def from_observation(cls, message: Observation) -> ToolReply:
-        fields = message.observation
-        result, error = fields.get("result"), fields.get("error")
-        return cls(
-            str(fields.get("tool_name", "")),
-            result if isinstance(result, dict) else None,
-            error if isinstance(error, dict) else None,
-            message.reward,
-            message.done,
-        )
-
-    @property
-    def data(self) -> Any:
-        """The tool's value (``result["data"]``), or ``None`` after an error."""
-        return None if self.result is None else self.result.get("data")

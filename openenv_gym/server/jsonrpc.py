@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .._version import __version__
-from ..errors import ProtocolError, ToolError
+from ..errors import ProtocolError, ToolCallError
 from ..protocol import McpReply, McpRequest
 from ..protocol.mcp import (
     INTERNAL_ERROR,
@@ -210,7 +210,7 @@ async def _call_tool(request: Request, session: EnvHost) -> dict[str, Any]:
         return error_response(request.id, INTERNAL_ERROR, NOT_SUPPORTED)
     try:
         outcome = await session.call_tool(name, arguments)
-    except ToolError as exc:
+    except ToolCallError as exc:
         if not session.spec:
             return error_response(request.id, INTERNAL_ERROR, exc.message)
         if exc.error_type == "tool_not_found":

@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from typing import Any, Literal
 
-from ..errors import EnvCallTimeout, ErrorCode, ProtocolError, ToolError
+from ..errors import EnvCallTimeout, ErrorCode, ProtocolError, ToolCallError
 from ..protocol import (
     ClientMessage,
     Codec,
@@ -419,10 +419,10 @@ class EnvHost:
         return None
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> ToolOutcome:
-        """Run one of the session's tools; a failure is a :class:`~openenv_gym.errors.ToolError`."""
+        """Run one of the session's tools; a failure is a :class:`~openenv_gym.errors.ToolCallError`."""
         tool = (self.toolbox() or {}).get(name)
         if tool is None:
-            raise ToolError(f"Unknown tool: {name!r}", "tool_not_found")
+            raise ToolCallError(f"Unknown tool: {name!r}", error_type="tool_not_found")
         return await tool.run(self, arguments)
 
     async def _jsonrpc(self, message: ClientMessage) -> ServerMessage | None:
@@ -445,7 +445,7 @@ class EnvHost:
         """
         try:
             return await self.call(fn, *args, **kwargs)
-        except ToolError:
+        except ToolCallError:
             raise  # a tool's own report of why it failed
         except (EnvCallTimeout, EnvCrashed) as exc:
             what = "hung" if isinstance(exc, EnvCallTimeout) else "crashed"
@@ -644,7 +644,7 @@ class Session(EnvHost):
             return tools_observation(t.spec for t in (self.toolbox() or {}).values())
         try:
             outcome = await self.call_tool(tool.tool_name, tool.arguments)
-        except ToolError as exc:
+        except ToolCallError as exc:
             return tool_observation(tool.tool_name, exc, reward=0.0, done=self._done())
         return tool_observation(tool.tool_name, outcome.result, reward=outcome.reward, done=self._done())
 

@@ -16,7 +16,7 @@ that take no action) and ``terminated`` / ``truncated`` / ``done``, as structure
 content (:data:`RESULT_SCHEMA`). A session without an episode starts one (a reset
 without seed, as ``POST /step`` does) at its first tool call. An action the view cannot
 read, or an ``act`` after the episode ended, never reaches the env: it is a
-:class:`~openenv_gym.errors.ToolError`, which the server answers as OpenEnv answers a
+:class:`~openenv_gym.errors.ToolCallError`, which the server answers as OpenEnv answers a
 tool that raised.
 
 An env author adds tools with plain functions taking the session's env first
@@ -36,7 +36,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from ..errors import ProtocolError, ToolError
+from ..errors import ProtocolError, ToolCallError
 from ..fields import validate_action
 from ..protocol.mcp import RESERVED_TOOL_NAMES, ToolResult, ToolSpec
 from ..text import ActionParseError
@@ -131,7 +131,7 @@ class Tool:
     """One tool of a session: what it says about itself, and what runs it."""
 
     spec: ToolSpec
-    #: ``run(session, arguments)``; raises :class:`~openenv_gym.errors.ToolError`.
+    #: ``run(session, arguments)``; raises :class:`~openenv_gym.errors.ToolCallError`.
     run: Callable[[Any, dict[str, Any]], Awaitable[ToolOutcome]]
 
     @property
@@ -153,13 +153,16 @@ def _checked(
             reasons = "; ".join(
                 f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in exc.extra.get("errors", [])
             )
-            raise ToolError(f"Invalid arguments for tool {spec.name!r}: {reasons}", "invalid_args") from None
+            message = f"Invalid arguments for tool {spec.name!r}: {reasons}"
+            raise ToolCallError(message, error_type="invalid_args") from None
         try:
             return await body(episode, checked)
-        except ToolError as exc:
-            raise ToolError(f"Error calling tool {spec.name!r}: {exc.message}", exc.error_type) from exc
+        except ToolCallError as exc:
+            message = f"Error calling tool {spec.name!r}: {exc.message}"
+            raise ToolCallError(message, error_type=exc.error_type) from exc
         except ProtocolError as exc:  # the env raised, hung or crashed
-            raise ToolError(f"Error calling tool {spec.name!r}: {exc.message}", "execution_error") from exc
+            message = f"Error calling tool {spec.name!r}: {exc.message}"
+            raise ToolCallError(message, error_type="execution_error") from exc
 
     return Tool(spec, run)
 
@@ -199,14 +202,14 @@ def gym_tools(view: Any) -> list[Tool]:
 async def _act(episode: Episode, arguments: dict[str, Any]) -> ToolOutcome:
     position = await episode.begin_if_needed()
     if position.over:
-        raise ToolError(
+        raise ToolCallError(
             f"the episode is over ({_ending(position)}): no action can be taken until the next reset",
-            "execution_error",
+            error_type="execution_error",
         )
     try:
         action = episode.view.parse_action(arguments["action"], obs=position.obs, info=position.info)
     except ActionParseError as exc:
-        raise ToolError(str(exc), "invalid_args") from exc
+        raise ToolCallError(str(exc), error_type="invalid_args") from exc
     reward = await episode.play(action)
     return ToolOutcome(await _position_result(episode, reward, f"Reward: {reward:.4g}. "), reward)
 
@@ -259,7 +262,7 @@ def function_tool(fn: Callable[..., Any]) -> Tool:
     accepted, as pydantic accepts them) and the function runs where the session's env
     calls run; it returns any JSON-able value (an object becomes the structured content,
     anything else ``{"result": value}``) and may raise
-    :class:`~openenv_gym.errors.ToolError` to say why a call failed.
+    :class:`~openenv_gym.errors.ToolCallError` to say why a call failed.
     """
     if not callable(fn) or inspect.iscoroutinefunction(fn):
         raise TypeError(f"a tool is a plain function taking the env first, not {fn!r}")
@@ -329,7 +332,7 @@ def env_tool(spec: ToolSpec) -> Tool:
         try:
             return ToolOutcome(await episode.run(episode.env.call_tool, spec.name, arguments))
         except ProtocolError as exc:  # the env raised something else, hung or crashed
-            raise ToolError(exc.message, "execution_error") from exc
+            raise ToolCallError(exc.message, error_type="execution_error") from exc
 
     return Tool(spec, run)
 
