@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -200,3 +203,14 @@ def test_mcp_sdk_client_initializes_lists_and_calls_tools(frozen_lake):
 
     asyncio.run(asyncio.wait_for(session(), 60))
     assert _wait_no_sessions(frozen_lake) == 0  # the client's DELETE closed its session
+
+
+def test_openenv_validate_url_passes_in_production_mode():
+    """(Simulation mode: tests/test_official_client.py.)"""
+    mode = "production"
+    cli = os.path.join(os.path.dirname(sys.executable), "openenv")
+    with openenv_gym.local_server("CartPole-v1", mode=mode) as url:
+        proc = subprocess.run([cli, "validate", "--url", url, "--json"], capture_output=True, text=True, timeout=300)
+    report = json.loads(proc.stdout[proc.stdout.index("{"):])
+    assert report["mode"] == mode and report["passed"] is True, report["criteria"]
+    assert proc.returncode == 0
