@@ -133,7 +133,8 @@ def create_app(
         tools: MCP tools of your own, served beside ``act``, ``observe`` and
             ``legal_actions``: plain functions taking the session's env first, with
             type hints on their other parameters (see
-            :func:`~openenv_gym.server.tools.function_tool` and ``docs/mcp.md``).
+            :func:`~openenv_gym.server.tools.function_tool` and ``docs/mcp.md``);
+            not with ``execution="process"``, where the env is in another process.
         mode: ``"simulation"`` (every route) or ``"production"`` (no stateless
             ``/reset``, ``/step``, ``/state``), as OpenEnv defines them; ``None``
             reads the ``OPENENV_MODE`` environment variable, else simulation.
@@ -148,6 +149,12 @@ def create_app(
         )
     own_tools = [function_tool(fn) for fn in tools]
     check_tool_names(own_tools)
+    if own_tools and execution == "process":
+        raise ValueError(
+            "tools= run on each session's env in the server's process, and execution='process' keeps "
+            "the env in a process of its own: choose one (put the tool's logic in the env's own methods, "
+            "or serve with another execution)"
+        )
     source = resolve(env, **(env_kwargs or {}))
     if opponent is not None:
         if source.multiagent is None:

@@ -344,6 +344,8 @@ def test_authors_tools_are_checked_when_the_app_is_built():
         openenv_gym.create_app("CartPole-v1", tools=[act])
     with pytest.raises(TypeError, match="parameter 'where'"):
         openenv_gym.create_app("CartPole-v1", tools=[untyped])
+    with pytest.raises(ValueError, match="execution='process'"):
+        openenv_gym.create_app("CartPole-v1", tools=[peek], execution="process")
 
 
 # -- the protocol's limits -----------------------------------------------------------------
