@@ -51,7 +51,7 @@ from . import jsonrpc
 from .deadline import EnvCallInterrupted, InlineDeadline
 from .isolation import EnvCrashed, ProcessEnv
 from .source import EnvSource
-from .tools import Position, Tool, ToolOutcome, check_tool_names, gym_tools
+from .tools import Position, Tool, ToolOutcome, gym_tools
 
 __all__ = ["EnvHost", "Session", "EnvCaller", "Execution", "describe_error", "HungCalls", "wants_text"]
 
@@ -617,7 +617,6 @@ class Session(EnvHost):
     def toolbox(self) -> dict[str, Tool] | None:
         if self._tools is None:
             tools = [*gym_tools(self.view), *self.source.tools]
-            check_tool_names(self.source.tools)
             self._tools = {tool.name: tool for tool in tools}
         return self._tools
 
