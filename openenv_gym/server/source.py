@@ -54,6 +54,9 @@ class EnvSource:
     #: MCP tools of the env's author, besides the built-in ones
     #: (:class:`~openenv_gym.server.tools.Tool`).
     tools: tuple[Any, ...] = ()
+    #: Set when the env is an EnvPool task: the pool factory (:mod:`openenv_gym.envpool`)
+    #: from which the ``envpool`` backend builds a vector session's envs in one pool.
+    pool: Any = None
 
     def make_isolated(self) -> Any:
         """Build a fresh environment for a session, in a process of its own
