@@ -186,3 +186,147 @@ class WsEchoClient:
         if self.ws is not None:
             self.ws.close()
             self.ws = None
+
+
+class McpHttpClient:
+    """MCP ``tools/call`` over ``POST /mcp`` on a session that outlives its requests
+    (``openenv/session/create``), as ``MCPToolClient`` calls tools: one keep-alive
+    ``httpx`` connection, JSON-RPC bodies. The same client for every server, so the rows
+    compare servers."""
+
+    def __init__(self, base_url: str, tool: str, arguments: dict[str, Any]) -> None:
+        self.base_url = base_url
+        self.tool = tool
+        self.arguments = arguments
+        self.http: Any = None
+        self.session_id: str | None = None
+
+    def _rpc(self, method: str, params: dict[str, Any]) -> Any:
+        reply = self.http.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).json()
+        if "error" in reply:
+            raise RuntimeError(f"{method}: {reply['error']}")
+        return reply["result"]
+
+    def open(self) -> dict[str, Any]:
+        import httpx
+
+        self.http = httpx.Client(base_url=self.base_url, timeout=MESSAGE_TIMEOUT_S)
+        self.session_id = self._rpc("openenv/session/create", {})["session_id"]
+        self.params = {"name": self.tool, "arguments": self.arguments, "session_id": self.session_id}
+        return {"result": self._rpc("tools/call", self.params)}
+
+    def step(self, i: int) -> int:
+        self._rpc("tools/call", self.params)
+        return 1
+
+    def close(self) -> None:
+        if self.http is not None:
+            if self.session_id is not None:
+                self._rpc("openenv/session/close", {"session_id": self.session_id})
+            self.http.close()
+            self.http = None
+
+
+class McpStepClient:
+    """A tool called as OpenEnv's ``/ws`` step ``{"type": "call_tool", ...}`` (the path
+    that carries the env's reward and done), on a raw ``websockets`` connection in JSON;
+    when a reply says the episode is over it also resets (a second round trip)."""
+
+    def __init__(self, base_url: str, tool: str, arguments: dict[str, Any]) -> None:
+        self.base_url = base_url
+        self.tool = tool
+        self.arguments = arguments
+        self.ws: Any = None
+
+    def _ask(self, message: dict[str, Any]) -> dict[str, Any]:
+        import json
+
+        self.ws.send(json.dumps(message))
+        reply = json.loads(self.ws.recv(timeout=MESSAGE_TIMEOUT_S))
+        if reply["type"] != "observation" or reply["data"]["observation"].get("error"):
+            raise RuntimeError(f"{message}: {reply}")
+        return reply["data"]
+
+    def open(self) -> dict[str, Any]:
+        from websockets.sync.client import connect
+
+        self.ws = connect(self.base_url.replace("http://", "ws://") + "/ws", compression=None, open_timeout=10)
+        self._ask({"type": "reset", "data": {"seed": 0}})
+        self.request = {"type": "step", "data": {"type": "call_tool", "tool_name": self.tool,
+                                                 "arguments": self.arguments}}
+        return {"reply": self._ask(self.request)}
+
+    def step(self, i: int) -> int:
+        if self._ask(self.request)["done"]:
+            self._ask({"type": "reset", "data": {}})
+            return 2
+        return 1
+
+    def close(self) -> None:
+        if self.ws is not None:
+            self.ws.close()
+            self.ws = None
+
+
+class McpConcurrentClient:
+    """``sessions`` MCP sessions called at once from one asyncio process: each a ``/ws``
+    connection calling a tool as a ``call_tool`` step in a loop. One ``step`` is one
+    round of calls, one per session (it returns ``sessions`` round trips), so the
+    window's round trips per second are tool calls per second."""
+
+    def __init__(self, base_url: str, tool: str, arguments: dict[str, Any], sessions: int = 32) -> None:
+        self.base_url = base_url
+        self.tool = tool
+        self.arguments = arguments
+        self.sessions = int(sessions)
+        self.loop: Any = None
+        self.sockets: list[Any] = []
+
+    def open(self) -> dict[str, Any]:
+        import asyncio
+        import json
+
+        from websockets.asyncio.client import connect
+
+        self.loop = asyncio.new_event_loop()
+        self.request = json.dumps({"type": "step", "data": {"type": "call_tool", "tool_name": self.tool,
+                                                            "arguments": self.arguments}})
+        url = self.base_url.replace("http://", "ws://") + "/ws"
+
+        async def opened() -> list[Any]:
+            sockets = [await connect(url, compression=None, open_timeout=30) for _ in range(self.sessions)]
+            for ws in sockets:
+                await ws.send(json.dumps({"type": "reset", "data": {}}))
+                await ws.recv()
+            return sockets
+
+        self.sockets = self.loop.run_until_complete(opened())
+        self.step(0)
+        return {"sessions": len(self.sockets)}
+
+    async def _call(self, ws: Any) -> None:
+        import json
+
+        await ws.send(self.request)
+        reply = json.loads(await ws.recv())
+        if reply["type"] != "observation" or reply["data"]["observation"].get("error"):
+            raise RuntimeError(f"call_tool: {reply}")
+        if reply["data"]["done"]:
+            await ws.send(json.dumps({"type": "reset", "data": {}}))
+            await ws.recv()
+
+    def step(self, i: int) -> int:
+        import asyncio
+
+        async def round_() -> None:
+            await asyncio.gather(*(self._call(ws) for ws in self.sockets))
+
+        self.loop.run_until_complete(round_())
+        return len(self.sockets)
+
+    def close(self) -> None:
+        if self.loop is not None:
+            for ws in self.sockets:
+                self.loop.run_until_complete(ws.close())
+            self.loop.close()
+            self.loop = None

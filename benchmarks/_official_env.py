@@ -12,6 +12,11 @@ lists, served by ``openenv.core.env_server.create_app`` under uvicorn:
 ``image_app``: ``_envs.RandomImageEnv`` (84x84x4 uint8); observation
 ``{"pixels": [[[int]*4]*84]*84]}``, a nested list, OpenEnv's usual way to ship an image.
 Both: action ``{"action": int}``, ``done = terminated or truncated``, float reward.
+
+``echo_app``: an OpenEnv MCP env (``MCPEnvironment`` with FastMCP tools), upstream's
+echo server, for ``bench_mcp.py``:
+
+    python -m uvicorn --app-dir benchmarks --factory _official_env:echo_app --port 8003
 """
 
 from __future__ import annotations
@@ -107,3 +112,45 @@ def image_app():
     """uvicorn ``--factory`` target: the official server for the 84x84x4 image env."""
     return create_app(ImageEnvironment, ImageAction, ImageObservation,
                       env_name="image84_bench", max_concurrent_envs=MAX_CONCURRENT_ENVS)
+
+
+def echo_app():
+    """uvicorn ``--factory`` target: the official MCP echo server, an ``MCPEnvironment``
+    with FastMCP tools ``echo_message`` and ``echo_with_length``, as upstream's
+    ``echo_env`` serves them (up to 64 sessions, for the concurrent rows)."""
+    from fastmcp import FastMCP
+    from openenv.core.env_server.mcp_environment import MCPEnvironment
+    from openenv.core.env_server.mcp_types import CallToolAction, CallToolObservation
+
+    class EchoEnvironment(MCPEnvironment):
+        SUPPORTS_CONCURRENT_SESSIONS = True
+
+        def __init__(self) -> None:
+            tools = FastMCP("echo_env")
+
+            @tools.tool
+            def echo_message(message: str) -> str:
+                """Echo back the provided message."""
+                return message
+
+            @tools.tool
+            def echo_with_length(message: str) -> dict:
+                """Echo back the message with its length."""
+                return {"message": message, "length": len(message)}
+
+            super().__init__(tools)
+            self._state = State(episode_id=str(uuid.uuid4()), step_count=0)
+
+        def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> Observation:
+            self._state = State(episode_id=episode_id or str(uuid.uuid4()), step_count=0)
+            return Observation(reward=0.0, metadata={"status": "ready"})
+
+        def _step_impl(self, action: Action, timeout_s: float | None = None, **kwargs: Any) -> Observation:
+            return Observation(reward=0.0)
+
+        @property
+        def state(self) -> State:
+            return self._state
+
+    return create_app(EchoEnvironment, CallToolAction, CallToolObservation, reset_observation_cls=Observation,
+                      env_name="echo_env", max_concurrent_envs=64)

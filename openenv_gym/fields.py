@@ -41,6 +41,8 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from . import spaces
+from .errors import ToolCallError
+from .protocol.mcp import ToolResult, ToolSpec
 from .protocol.messages import error_entry, invalid
 
 __all__ = ["FieldsEnv", "FieldsObservation", "model_schema", "validate_action", "BASE_STATE_DESCRIPTION"]
@@ -159,6 +161,10 @@ class FieldsEnv(abc.ABC):
     ``reset_observation_schema`` defaults to ``observation_schema``.
     ``reset`` takes ``seed`` and ``episode_id`` and any keyword options it
     declares (a reset carrying an undeclared key is a ``VALIDATION_ERROR``).
+
+    An env with MCP tools (as OpenEnv's ``MCPEnvironment`` has) lists them in
+    ``tools`` and runs them in :meth:`call_tool`; the server serves them on ``/mcp``
+    (``step`` still gets ``{"type": "call_tool", ...}`` actions as they come).
     """
 
     name: ClassVar[str]
@@ -169,6 +175,8 @@ class FieldsEnv(abc.ABC):
     reset_observation_schema: ClassVar[dict | None] = None
     #: ``False`` for envs that answer ``step`` before any ``reset`` (OpenEnv's MCP envs).
     reset_before_step: ClassVar[bool] = True
+    #: The MCP tools the env serves on ``/mcp``; none by default.
+    tools: ClassVar[tuple[ToolSpec, ...]] = ()
 
     @abc.abstractmethod
     def reset(self, *, seed: int | None = None, episode_id: str | None = None) -> FieldsObservation:
@@ -184,6 +192,11 @@ class FieldsEnv(abc.ABC):
 
     def close(self) -> None:  # noqa: B027 - optional: most envs hold nothing to release
         """Release what the env holds."""
+
+    def call_tool(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+        """Run one of :attr:`tools` with the arguments a client sent (unchecked); raise
+        :class:`~openenv_gym.errors.ToolCallError` for a call that fails, with OpenEnv's error type."""
+        raise ToolCallError(f"Unknown tool: {name!r}", error_type="tool_not_found")
 
     @classmethod
     def schema_document(cls) -> dict:

@@ -18,20 +18,24 @@ As upstream (openenv 0.10 over ``/ws``): tool steps have ``reward`` null and
 ``done`` false and work before any reset; reset answers reward 0.0 and
 ``metadata = {"status": "ready", "message": "Echo environment ready!"}``; the
 state's ``step_count`` stays 0 (0.10's ``/ws`` calls ``step_async``, which
-skips echo's step counter).
+skips echo's step counter). The same tools are served on ``/mcp``
+(``tools/list``, ``tools/call``), so upstream's ``EchoEnv`` client, an
+``MCPToolClient``, works against it.
 
     >>> env = EchoEnvironment()
     >>> env.step({"type": "call_tool", "tool_name": "echo_message",
     ...           "arguments": {"message": "hi"}}).fields["result"]["data"]
     'hi'
+    >>> env.call_tool("echo_with_length", {"message": "hi"}).data
+    {'message': 'hi', 'length': 2}
 """
 
 from __future__ import annotations
 
-import json
 import uuid
 from typing import Any
 
+from ..errors import ToolCallError
 from ..fields import (
     BASE_STATE_DESCRIPTION,
     FieldsEnv,
@@ -39,7 +43,7 @@ from ..fields import (
     model_schema,
     validate_action,
 )
-from ..protocol.mcp import text_content
+from ..protocol.mcp import ToolResult, ToolSpec, tool_error_data
 
 __all__ = ["EchoEnvironment", "TOOLS"]
 
@@ -64,14 +68,19 @@ def _message_schema() -> dict:
     }
 
 
-#: The tools as ``list_tools`` describes them (OpenEnv's ``Tool``: name, description, input_schema).
-TOOLS: tuple[dict, ...] = (
-    {"name": "echo_message", "description": "Echo back the provided message.",
-     "input_schema": _message_schema()},
-    {"name": "echo_with_length", "description": "Echo back the message with its length.",
-     "input_schema": _message_schema()},
+#: The tools, with the output schemas FastMCP derives from their return types.
+TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        "echo_message", "Echo back the provided message.", _message_schema(),
+        {"properties": {"result": {"type": "string"}}, "required": ["result"], "type": "object",
+         "x-fastmcp-wrap-result": True},
+    ),
+    ToolSpec(
+        "echo_with_length", "Echo back the message with its length.", _message_schema(),
+        {"additionalProperties": True, "type": "object"},
+    ),
 )
-_TOOLS_BY_NAME = {tool["name"]: tool for tool in TOOLS}
+_TOOLS_BY_NAME = {tool.name: tool for tool in TOOLS}
 
 #: ``ListToolsAction``'s schema: what a ``{"type": "list_tools"}`` step is checked against.
 LIST_TOOLS_SCHEMA = model_schema(
@@ -87,6 +96,7 @@ class EchoEnvironment(FieldsEnv):
     name = "echo_env"
     description = "MCP tools echo_message and echo_with_length"
     reset_before_step = False
+    tools = TOOLS
     action_schema = model_schema(
         "CallToolAction",
         {
@@ -168,15 +178,20 @@ class EchoEnvironment(FieldsEnv):
 
     def step(self, action: dict[str, Any]) -> FieldsObservation:
         if action.get("type") == "list_tools":
-            return FieldsObservation({"tools": [dict(tool) for tool in TOOLS]}, reward=None)
+            return FieldsObservation({"tools": [tool.step_listing() for tool in TOOLS]}, reward=None)
         name = action["tool_name"]
         try:
             result = call_tool(name, action.get("arguments", {}))
         except ToolCallError as exc:
             return FieldsObservation(
-                {"tool_name": name, "result": None, "error": exc.error}, reward=None
+                {"tool_name": name, "result": None, "error": tool_error_data(exc)}, reward=None
             )
-        return FieldsObservation({"tool_name": name, "result": result, "error": None}, reward=None)
+        return FieldsObservation(
+            {"tool_name": name, "result": result.to_wire(spec=False), "error": None}, reward=None
+        )
+
+    def call_tool(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+        return call_tool(name, arguments)
 
     def state(self) -> dict[str, Any]:
         return {"episode_id": self.episode_id, "step_count": 0}
@@ -185,12 +200,9 @@ class EchoEnvironment(FieldsEnv):
 # -- the tools ------------------------------------------------------------------
 
 
-class ToolCallError(Exception):
-    """A failed tool call; ``error`` is the observation's ``{"error_type", "message"}``."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.error = {"error_type": _classify(message), "message": message}
+def _failure(message: str) -> ToolCallError:
+    """A failed call, of the error type OpenEnv's ``MCPEnvironment`` reads off its message."""
+    return ToolCallError(message, error_type=_classify(message))
 
 
 def _classify(message: str) -> str:
@@ -203,27 +215,15 @@ def _classify(message: str) -> str:
     return "execution_error"
 
 
-def call_tool(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    """FastMCP's ``CallToolResult`` (as JSON) of tool ``name``; raises :class:`ToolCallError`."""
+def call_tool(name: str, arguments: dict[str, Any]) -> ToolResult:
+    """The result of tool ``name``, as FastMCP makes it of the tool function's value;
+    raises :class:`~openenv_gym.errors.ToolCallError`."""
     if name not in _TOOLS_BY_NAME:
-        raise ToolCallError(f"Unknown tool: {name!r}")
+        raise _failure(f"Unknown tool: {name!r}")
     message = _check_arguments(name, arguments)
     if name == "echo_message":
-        return {
-            "content": [text_content(message)],
-            "structured_content": {"result": message},
-            "meta": {"fastmcp": {"wrap_result": True}},
-            "data": message,
-            "is_error": False,
-        }
-    value = {"message": message, "length": len(message)}
-    return {
-        "content": [text_content(json.dumps(value, ensure_ascii=False, separators=(",", ":")))],
-        "structured_content": value,
-        "meta": None,
-        "data": value,
-        "is_error": False,
-    }
+        return ToolResult.of_value(message)
+    return ToolResult.of_value({"message": message, "length": len(message)})
 
 
 def _check_arguments(name: str, arguments: dict[str, Any]) -> str:
@@ -246,7 +246,7 @@ def _check_arguments(name: str, arguments: dict[str, Any]) -> str:
             f"input_type={type(value).__name__}]",
             f"    For further information visit {_PYDANTIC_ERRORS_URL}{kind}",
         ]
-    raise ToolCallError("\n".join(lines))
+    raise _failure("\n".join(lines))
 
 
 def _pydantic_repr(value: Any) -> str:

@@ -7,7 +7,9 @@ env served by openenv-gym has these (published in its ``/schema``):
   ``"types"`` (type hints of the action) from an openenv-gym peer on JSON;
 - observation: ``{"obs": <value of the observation space>, "terminated",
   "truncated", "info", ...}``, plus ``"types"`` for an openenv-gym peer
-  (the exact types of the reward and, on JSON, of ``obs`` and ``info``).
+  (the exact types of the reward and, on JSON, of ``obs`` and ``info``) and
+  ``"text"``, the observation as text, for stock JSON peers and openenv-gym
+  peers that ask for it.
 
 Both sides go through these functions, with the session's
 :class:`~openenv_gym.protocol.codecs.Codec` deciding how values travel:
@@ -122,10 +124,12 @@ def observation(
     truncated: Any,
     info: Any,
     extra: Mapping[str, Any] | None = None,
+    text: str | None = None,
 ) -> Observation:
     """The observation frame of one ``reset`` (``reward=None``) or ``step``.
 
-    ``extra`` adds fields beyond Gymnasium's (a PettingZoo seat's turn data).
+    ``extra`` adds fields beyond Gymnasium's (a PettingZoo seat's turn data),
+    ``text`` the observation as text (for language models).
     An ``obs`` outside ``space`` is the env's fault: EXECUTION_ERROR.
     """
     try:
@@ -142,6 +146,8 @@ def observation(
     fields: dict[str, Any] = {"obs": encoded, "terminated": terminated, "truncated": truncated, "info": info_data}
     if extra:
         fields.update(extra)
+    if text is not None:
+        fields["text"] = text
     types = {}
     if (hint := codec.hint(obs)) is not None:
         types["obs"] = hint

@@ -1,4 +1,5 @@
-"""JSON-RPC 2.0 messages of MCP, as OpenEnv serves them on ``/mcp`` and in ``/ws`` ``mcp`` frames.
+"""MCP as OpenEnv serves it: JSON-RPC 2.0 on ``/mcp`` (and in ``/ws`` ``mcp`` frames),
+tools and their results, and OpenEnv's tool actions inside ``/ws`` steps.
 
 :func:`parse_request` validates a decoded request the way OpenEnv's server
 does; every failure is a :class:`JsonRpcError` carrying the response to send.
@@ -10,15 +11,35 @@ does; every failure is a :class:`JsonRpcError` carrying the response to send.
     ... except JsonRpcError as exc:
     ...     exc.response["error"]["code"]
     -32600
+
+Tools and results come in two dialects. OpenEnv's (``spec=False``) is what its
+servers send, a dump of FastMCP's objects: tools with every field of MCP's
+``Tool``, results with ``structured_content``, ``data`` and ``is_error``. The MCP
+specification's (``spec=True``) is what MCP clients read: ``structuredContent``
+and ``isError``.
+
+    >>> result = ToolResult.of_value({"reward": 1.0})
+    >>> result.to_wire(spec=True)
+    {'content': [{'type': 'text', 'text': '{"reward":1.0}'}], 'structuredContent': {'reward': 1.0}, 'isError': False}
+
+On ``/ws``, OpenEnv's MCP actions ride in a ``step``'s data, told apart from an
+env's own action by their ``type``: :class:`ListTools` and :class:`CallTool`,
+answered by :func:`tools_observation` and :func:`tool_observation`.
+
+    >>> tool_action({"type": "call_tool", "tool_name": "act", "arguments": {"action": "left"}})
+    CallTool(tool_name='act', arguments={'action': 'left'})
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ..errors import CLOSING_ERRORS, OpenEnvGymError, ProtocolError
-from .messages import ClientMessage, ServerMessage
+from ..errors import CLOSING_ERRORS, OpenEnvGymError, ProtocolError, ToolCallError
+from .hints import jsonable
+from .messages import ClientMessage, Observation, ServerMessage, check_fields, validation_error
 
 __all__ = [
     "Request",
@@ -37,6 +58,20 @@ __all__ = [
     "METHOD_NOT_FOUND",
     "INVALID_PARAMS",
     "INTERNAL_ERROR",
+    "RESERVED_TOOL_NAMES",
+    "PROTOCOL_VERSIONS",
+    "SESSION_HEADER",
+    "VERSION_HEADER",
+    "ToolSpec",
+    "ToolResult",
+    "tool_failure",
+    "tool_error_data",
+    "initialize_result",
+    "ListTools",
+    "CallTool",
+    "tool_action",
+    "tools_observation",
+    "tool_observation",
 ]
 
 #: JSON-RPC 2.0 error codes.
@@ -139,3 +174,163 @@ def error_for(error: ProtocolError) -> dict[str, Any]:
     if error.code in CLOSING_ERRORS:
         return error_response(None, SERVER_ERROR, error.message)
     return parse_error(error.message)
+
+
+# -- tools --------------------------------------------------------------------------
+
+#: Tool names OpenEnv keeps for its own API (its ``MCPEnvironment`` refuses them).
+RESERVED_TOOL_NAMES = frozenset({"reset", "step", "state", "close"})
+
+#: MCP protocol versions a client may ask for in ``initialize``, oldest first; a
+#: server answers the one asked for, or the newest.
+PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+
+#: The HTTP headers of MCP's streamable HTTP transport: the session a request belongs
+#: to (sent back by ``initialize``), and the protocol version an MCP client speaks.
+SESSION_HEADER = "mcp-session-id"
+VERSION_HEADER = "mcp-protocol-version"
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One tool as a server lists it: its name, what it does and the JSON Schema of its
+    arguments (an object schema), and optionally of its structured result."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any] | None = None
+
+    def listing(self, *, spec: bool) -> dict[str, Any]:
+        """Its entry in a ``tools/list`` result: every field of MCP's ``Tool``, as
+        OpenEnv's FastMCP dumps it, or the specification's fields for MCP clients."""
+        if spec:
+            entry: dict[str, Any] = {
+                "name": self.name, "description": self.description, "inputSchema": self.input_schema,
+            }
+            if self.output_schema is not None:
+                entry["outputSchema"] = self.output_schema
+            return entry
+        return {
+            "name": self.name, "title": None, "description": self.description,
+            "inputSchema": self.input_schema, "outputSchema": self.output_schema,
+            "icons": None, "annotations": None, "meta": None, "execution": None,
+        }
+
+    def step_listing(self) -> dict[str, Any]:
+        """Its entry in a ``list_tools`` step's observation (OpenEnv's ``Tool`` model)."""
+        return {"name": self.name, "description": self.description, "input_schema": self.input_schema}
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What a tool call returned: ``text`` for a model, ``structured`` content for
+    programs, and ``data``, the value itself (what ``MCPToolClient.call_tool`` returns)."""
+
+    text: str
+    structured: dict[str, Any] | None
+    data: Any
+    meta: dict[str, Any] | None = None
+
+    @classmethod
+    def of_value(cls, value: Any) -> ToolResult:
+        """The result of a tool function that returned ``value``, as FastMCP makes it: an
+        object is its own structured content, anything else is wrapped as ``{"result":
+        value}``; the text is a string as it is, anything else compact JSON."""
+        value = jsonable(value)
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        if isinstance(value, dict):
+            return cls(text, value, value)
+        return cls(text, {"result": value}, value, {"fastmcp": {"wrap_result": True}})
+
+    def to_wire(self, *, spec: bool) -> dict[str, Any]:
+        """MCP's ``CallToolResult``: in OpenEnv's dialect, or the specification's."""
+        if spec:
+            wire: dict[str, Any] = {"content": [{"type": "text", "text": self.text}]}
+            if self.structured is not None:
+                wire["structuredContent"] = self.structured
+            wire["isError"] = False
+            return wire
+        return {
+            "content": [text_content(self.text)], "structured_content": self.structured,
+            "meta": self.meta, "data": self.data, "is_error": False,
+        }
+
+
+def tool_failure(error: ToolCallError) -> dict[str, Any]:
+    """The ``CallToolResult`` an MCP client gets for a tool that failed (``isError``)."""
+    return {"content": [{"type": "text", "text": error.message}], "isError": True}
+
+
+def tool_error_data(error: ToolCallError) -> dict[str, Any]:
+    """OpenEnv's ``ToolError`` object: ``{"error_type", "message"}``."""
+    return {"error_type": error.error_type, "message": error.message}
+
+
+def initialize_result(requested: Any, name: str, version: str) -> dict[str, Any]:
+    """The result of MCP's ``initialize``: the protocol version asked for when it is one
+    of :data:`PROTOCOL_VERSIONS` (else the newest), and a server with tools."""
+    return {
+        "protocolVersion": requested if requested in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[-1],
+        "capabilities": {"tools": {}},
+        "serverInfo": {"name": name, "version": version},
+    }
+
+
+# -- tool actions inside /ws steps ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ListTools:
+    """OpenEnv's ``ListToolsAction``: ``{"type": "list_tools"}`` as a step's data."""
+
+
+@dataclass(frozen=True)
+class CallTool:
+    """OpenEnv's ``CallToolAction``: ``{"type": "call_tool", "tool_name", "arguments"}``
+    as a step's data."""
+
+    tool_name: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+
+
+_LIST_FIELDS = frozenset({"type", "metadata"})
+_CALL_REQUIRED = frozenset({"type", "tool_name"})
+_CALL_FIELDS = _CALL_REQUIRED | {"arguments", "metadata"}
+
+
+def tool_action(fields: Mapping[str, Any]) -> ListTools | CallTool | None:
+    """The MCP action a step's data holds (``None`` when it has no ``type``: an env's own
+    action), checked as OpenEnv's pydantic models check it (VALIDATION_ERROR otherwise)."""
+    kind = fields.get("type")
+    if kind is None:
+        return None
+    if kind == "list_tools":
+        check_fields(fields, frozenset({"type"}), _LIST_FIELDS)
+        return ListTools()
+    if kind != "call_tool":
+        raise validation_error(["type"], "Input should be 'list_tools' or 'call_tool'", kind, "literal_error")
+    check_fields(fields, _CALL_REQUIRED, _CALL_FIELDS)
+    name, arguments = fields["tool_name"], fields.get("arguments", {})
+    if not isinstance(name, str):
+        raise validation_error(["tool_name"], "Input should be a valid string", name, "string_type")
+    if not isinstance(arguments, dict):
+        raise validation_error(["arguments"], "Input should be a valid dictionary", arguments, "dict_type")
+    return CallTool(name, arguments)
+
+
+def tools_observation(tools: Iterable[ToolSpec]) -> Observation:
+    """The observation answering a ``list_tools`` step (OpenEnv's ``ListToolsObservation``)."""
+    return Observation({"metadata": {}, "tools": [tool.step_listing() for tool in tools]}, None, False)
+
+
+def tool_observation(
+    name: str, result: ToolResult | ToolCallError, *, reward: float | None, done: bool
+) -> Observation:
+    """The observation answering a ``call_tool`` step (OpenEnv's ``CallToolObservation``):
+    the result in OpenEnv's dialect, or the error, with the step's ``reward`` and ``done``."""
+    if isinstance(result, ToolCallError):
+        outcome, error = None, tool_error_data(result)
+    else:
+        outcome, error = result.to_wire(spec=False), None
+    return Observation({"metadata": {}, "tool_name": name, "result": outcome, "error": error}, reward, done)

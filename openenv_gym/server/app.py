@@ -10,20 +10,23 @@ spaces and msgpack frames on top.
 
 Routes: ``WS /ws`` (one environment per connection), ``POST /reset``,
 ``POST /step``, ``GET /state`` (stateless, like the reference server: each
-request builds a fresh environment), ``GET /health``, ``GET /schema``,
-``GET /metadata``, ``POST /mcp`` and ``WS /mcp`` (JSON-RPC), ``GET /openapi.json``.
+request builds a fresh environment; not in production mode), ``GET /health``,
+``GET /schema``, ``GET /metadata``, ``POST /mcp`` and ``WS /mcp`` (JSON-RPC: the
+env's MCP tools, sessions that outlive a socket), ``GET /openapi.json``.
 """
 
 from __future__ import annotations
 
 import functools
+import os
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.routing import BaseRoute, WebSocketRoute
 
-from ..protocol import Limits
+from ..protocol import EXTENSION_KEY, Limits
 from .auth import TokenAuth, token_from_env
 from .hosting import DEFAULT_HANDSHAKE_TIMEOUT, Server
 from .http import http_routes
@@ -32,17 +35,21 @@ from .multiagent import AgentsRoute, Opponent
 from .polling import DEFAULT_BUSY_POLL
 from .resolve import resolve
 from .routes import Route, WsRoute
+from .schema import MODES, Mode
 from .session import DEFAULT_INLINE_DEADLINE, Execution
 from .source import EnvLike
+from .tools import check_tool_names, function_tool
 from .transport import SessionEndpoint
 from .vector import VectorBackend, VectorRoute
 
-__all__ = ["create_app", "DEFAULT_MAX_SESSIONS", "DEFAULT_SESSION_TIMEOUT"]
+__all__ = ["create_app", "DEFAULT_MAX_SESSIONS", "DEFAULT_SESSION_TIMEOUT", "MODE_VARIABLE"]
 
 #: Sessions one server holds at once unless told otherwise.
 DEFAULT_MAX_SESSIONS = 256
 #: Seconds without a message after which a session is closed.
 DEFAULT_SESSION_TIMEOUT = 900.0
+#: The environment variable naming the server mode when ``create_app`` is given none (OpenEnv's).
+MODE_VARIABLE = "OPENENV_MODE"
 
 
 def create_app(
@@ -60,6 +67,9 @@ def create_app(
     busy_poll: float = DEFAULT_BUSY_POLL,
     handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
     inline_deadline: float | None = DEFAULT_INLINE_DEADLINE,
+    text_view: Any = None,
+    tools: Sequence[Callable[..., Any]] = (),
+    mode: Mode | None = None,
 ) -> Starlette:
     """Serve a Gymnasium environment as an OpenEnv server (an ASGI app).
 
@@ -117,15 +127,50 @@ def create_app(
             env that runs on its thread (see :mod:`openenv_gym.server.deadline`;
             enforced where the event loop runs in the main thread, as
             :func:`~openenv_gym.serve` and the CLI run it). ``None``: no deadline.
+        text_view: how observations read as text and replies as actions, for the
+            ``text`` field of observations and the MCP tools: a
+            :class:`~openenv_gym.text.TextView` (or an object with its methods),
+            or a function making one from a session's env. ``None``: each env's
+            own view (:func:`~openenv_gym.text.view_for`).
+        tools: MCP tools of your own, served beside ``act``, ``observe`` and
+            ``legal_actions``: plain functions taking the session's env first, with
+            type hints on their other parameters (see
+            :func:`~openenv_gym.server.tools.function_tool` and ``docs/mcp.md``);
+            not with ``execution="process"``, where the env is in another process.
+        mode: ``"simulation"`` (every route) or ``"production"`` (no stateless
+            ``/reset``, ``/step``, ``/state``), as OpenEnv defines them; ``None``
+            reads the ``OPENENV_MODE`` environment variable, else simulation.
 
     The environment is built once here to read its spaces, so a broken factory
     fails now rather than in the first session.
     """
+    chosen = (mode or os.environ.get(MODE_VARIABLE) or "simulation").lower()
+    if chosen not in MODES:
+        raise ValueError(
+            f"the server mode is {' or '.join(MODES)}, not {chosen!r} (from create_app(mode=...) or {MODE_VARIABLE})"
+        )
+    own_tools = [function_tool(fn) for fn in tools]
+    check_tool_names(own_tools)
+    if own_tools and execution == "process":
+        raise ValueError(
+            "tools= run on each session's env in the server's process, and execution='process' keeps "
+            "the env in a process of its own: choose one (put the tool's logic in the env's own methods, "
+            "or serve with another execution)"
+        )
     source = resolve(env, **(env_kwargs or {}))
     if opponent is not None:
         if source.multiagent is None:
             raise TypeError("opponent= applies to PettingZoo environments only")
         source.multiagent.opponent = opponent
+    if source.fields is not None and (own_tools or text_view is not None):
+        raise TypeError(
+            f"{source.name!r} speaks OpenEnv's named fields (a FieldsEnv): it serves the tools it declares "
+            f"(FieldsEnv.tools) and no text view; tools= and text_view= apply to Gymnasium and PettingZoo envs"
+        )
+    source.text_view = text_view
+    source.tools = tuple(own_tools)
+    if own_tools:
+        source.schema[EXTENSION_KEY]["mcp"]["tools"] += [tool.name for tool in own_tools]
     server = Server(
         source,
         max_sessions=max_sessions,
@@ -148,7 +193,7 @@ def create_app(
         WebSocketRoute(route.path, SessionEndpoint(functools.partial(server.serve_route, route)))
         for route in websocket_routes
     ]
-    routes.extend(http_routes(server))
+    routes.extend(http_routes(server, chosen))
     token = token if token is not None else token_from_env()
     middleware = [Middleware(TokenAuth, token=token)] if token else []
     app = Starlette(routes=routes, middleware=middleware)

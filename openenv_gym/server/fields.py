@@ -20,6 +20,7 @@ from ..protocol import (
     validation_error,
 )
 from .session import Session, describe_error
+from .tools import Tool, env_tool
 
 __all__ = ["FieldsSession"]
 
@@ -38,7 +39,15 @@ class FieldsSession(Session):
     def state(self) -> dict:
         return jsonable(self._env().state())
 
-    async def handle(self, message: ClientMessage) -> ServerMessage:
+    def toolbox(self) -> dict[str, Tool] | None:
+        specs = self.source.fields.tools
+        if not specs:
+            return None
+        if self._tools is None:
+            self._tools = {spec.name: env_tool(spec) for spec in specs}
+        return self._tools
+
+    async def handle(self, message: ClientMessage) -> ServerMessage | None:
         if isinstance(message, State):
             try:
                 return StateReply(await self.call(self.state))

@@ -12,6 +12,12 @@ limits, metrics, the idle reaper, shutdown) and drives each
 4. host the session (:meth:`Server.hosting`): build its env, then answer its
    messages (:meth:`Server.serve_messages`) until ``close``, a disconnect, an
    error that ends it, the idle reaper or shutdown.
+
+Sessions may also outlive their sockets (:class:`Held`): ``openenv/session/create``
+and MCP's ``initialize`` on ``POST /mcp`` open one (:meth:`Server.open_session`),
+``POST /mcp`` requests naming it run on it, one ``/ws?session_id=...`` socket at a time
+attaches to it, and ``openenv/session/close`` (or the idle reaper, or shutdown) ends it.
+They count against capacity like any other.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import CLOSING_ERRORS, ErrorCode, ProtocolError
@@ -33,11 +40,14 @@ from ..protocol import (
     Codec,
     ErrorReply,
     Limits,
+    McpReply,
+    McpRequest,
     ServerMessage,
     codec_for,
     is_loopback,
     parse_message,
 )
+from ..protocol.mcp import SERVER_ERROR, error_response
 from .metrics import Metrics
 from .polling import BusyPoll
 from .routes import Opening, Route
@@ -46,7 +56,7 @@ from .source import EnvSource
 from .transport import Channel, next_frame
 from .vector import StepClock
 
-__all__ = ["Server", "Reply", "DEFAULT_HANDSHAKE_TIMEOUT"]
+__all__ = ["Server", "Held", "Reply", "DEFAULT_HANDSHAKE_TIMEOUT"]
 
 logger = logging.getLogger("openenv_gym.server")
 
@@ -59,6 +69,19 @@ GOODBYE_TIMEOUT = 5.0
 #: (WebSocket upgrades included), a route's opening message (``vector_open``), or the
 #: next chunk of a request body.
 DEFAULT_HANDSHAKE_TIMEOUT = 10.0
+
+
+@dataclass
+class Held:
+    """A session that outlives its sockets, and who uses it."""
+
+    session: EnvHost
+    #: Set to end it.
+    released: asyncio.Event = field(default_factory=asyncio.Event)
+    #: The task serving the ``/ws`` socket attached to it, if any.
+    attached: asyncio.Task | None = None
+    #: ``openenv/session/close`` arrived while a socket was attached: it ends when that socket does.
+    closing: bool = False
 
 
 class Server:
@@ -98,6 +121,8 @@ class Server:
         self.env_steps = StepClock()
         self.busy_poll = BusyPoll(busy_poll)
         self.sessions: dict[str, tuple[EnvHost, asyncio.Task]] = {}
+        #: The sessions that outlive their sockets (also in :attr:`sessions`).
+        self.held: dict[str, Held] = {}
         self.draining = False
         self.metrics = Metrics()
         self._reaper: asyncio.Task | None = None
@@ -141,6 +166,7 @@ class Server:
         task = asyncio.current_task()
         assert task is not None
         self.sessions[session.id] = (session, task)
+        session.registry = self
         try:
             yield
         finally:
@@ -162,6 +188,9 @@ class Server:
                 return
             if opening is None:
                 return
+        if route.attachable and (session_id := channel.query_params.get("session_id")):
+            await self._serve_attached(session_id, channel, codec, reply, route)
+            return
         session = route.session(Opening(codec, channel.query_params, opening, self.env_caller()))
         if (error := self.capacity_error(session.slots)) is not None:
             await reply(route.error_reply(error))
@@ -171,6 +200,26 @@ class Server:
             await session.start()
             if (opened := session.opened()) is not None:
                 await reply(opened)
+            await self.serve_messages(channel, session, codec, reply, route)
+
+    async def _serve_attached(
+        self, session_id: str, channel: Channel, codec: Codec, reply: Reply, route: Route
+    ) -> None:
+        """Serve a socket attached to a held session (``/ws?session_id=...``): its
+        messages go to that session, which lives on when the socket closes."""
+        held = self.held.get(session_id)
+        if held is None or held.attached is not None:
+            why = (
+                f"Unknown session_id: {session_id}" if held is None
+                else f"Session {session_id} already has an attached WebSocket"
+            )
+            await reply(route.error_reply(ProtocolError(ErrorCode.SESSION_ERROR, why)))
+            await channel.close(1000)
+            return
+        held.attached = asyncio.current_task()
+        session = held.session
+        session.speak(codec, channel.query_params)
+        async with self.hosting(channel, session, reply, route, held=held):
             await self.serve_messages(channel, session, codec, reply, route)
 
     async def accept(self, channel: Channel) -> tuple[Codec, Reply]:
@@ -224,20 +273,24 @@ class Server:
 
     @contextlib.asynccontextmanager
     async def hosting(
-        self, channel: Channel, session: EnvHost, reply: Reply, route: Route
+        self, channel: Channel, session: EnvHost, reply: Reply, route: Route, *, held: Held | None = None
     ) -> AsyncIterator[None]:
         """Hold ``session`` in the server for the life of its connection.
 
         Registers it (for capacity, the idle reaper and shutdown), answers a
         protocol error that ends the session with its error frame, turns a
         stop by the server (idle timeout, shutdown) into a SESSION_ERROR frame
-        saying why, and always closes the env and then the socket.
+        saying why, and always closes the env and then the socket. A ``held``
+        session (the socket attached to it) is already registered, and lives on
+        after the socket, unless it was asked to close meanwhile.
         """
         task = asyncio.current_task()
         assert task is not None
-        self.sessions[session.id] = (session, task)
-        self.metrics.sessions_total += 1
-        self._start_reaper()
+        if held is None:
+            self.sessions[session.id] = (session, task)
+            self.metrics.sessions_total += 1
+            session.registry = self
+            self._start_reaper()
         client = channel.scope.get("client")
         peer = f"{client[0]}:{client[1]}" if client else "?"
         logger.debug(
@@ -258,8 +311,13 @@ class Server:
         finally:
             # Each step of the goodbye is bounded: an env whose close hangs, or a
             # peer that reads nothing, must not keep the session (or shutdown) waiting.
-            self.sessions.pop(session.id, None)
-            await _bounded(session.close())
+            if held is None:
+                self.sessions.pop(session.id, None)
+                await _bounded(session.close())
+            else:
+                held.attached = None
+                if held.closing:
+                    held.released.set()
             if session.stop_reason is not None:
                 stopped = ProtocolError(ErrorCode.SESSION_ERROR, session.stop_reason)
                 await _bounded(reply(route.error_reply(stopped)))
@@ -292,6 +350,8 @@ class Server:
                 metrics.messages[message.type] += 1
                 started = time.perf_counter()
                 answer, env_seconds = await session.respond(message)
+                if answer is None:  # a JSON-RPC notification
+                    continue
                 if message.type == "step":
                     metrics.observe_step(time.perf_counter() - started)
                     if session.in_process:
@@ -313,6 +373,96 @@ class Server:
                 return
             if local and session.inline:
                 self.busy_poll.after_reply()
+
+    # -- sessions that outlive their sockets ----------------------------------------
+
+    async def open_session(self, *, spec: bool = False) -> EnvHost:
+        """Open a session with no socket of its own (``openenv/session/create``, MCP's
+        ``initialize``): counted against capacity, built now (CAPACITY_REACHED or
+        FACTORY_ERROR if not), ended by :meth:`close_session`, the idle reaper or shutdown."""
+        if self.draining:
+            raise ProtocolError(ErrorCode.SESSION_ERROR, "The server is shutting down; open a session elsewhere")
+        source = self.source
+        session: EnvHost = source.session_type(source, codec=codec_for(None, self.limits), caller=self.env_caller())
+        if (error := self.capacity_error(session.slots)) is not None:
+            raise error
+        task = asyncio.current_task()
+        assert task is not None
+        self.sessions[session.id] = (session, task)  # counted while its env is built
+        session.registry, session.spec, session.lock = self, spec, asyncio.Lock()
+        try:
+            await session.start()
+        except BaseException:
+            self.sessions.pop(session.id, None)
+            await _bounded(session.close())
+            raise
+        held = Held(session)
+        self.held[session.id] = held
+        self.sessions[session.id] = (session, asyncio.get_running_loop().create_task(self._keep(held)))
+        self.metrics.sessions_total += 1
+        self._start_reaper()
+        logger.debug("session_open id=%s kind=held active=%d", session.id, self.active_envs())
+        return session
+
+    def find_session(self, session_id: str) -> EnvHost | None:
+        """The held session of that id, or ``None``."""
+        held = self.held.get(session_id)
+        return None if held is None else held.session
+
+    async def close_session(self, session_id: str) -> dict[str, Any] | None:
+        """End a held session (``None`` if there is none of that id). With a socket
+        attached, it ends when the socket does (``"closing": true``), as OpenEnv does."""
+        held = self.held.get(session_id)
+        if held is None:
+            return None
+        if held.attached is not None:
+            held.closing = True
+            return {"session_id": session_id, "closed": False, "closing": True}
+        keeper = self.sessions[session_id][1]
+        held.released.set()
+        await asyncio.wait({keeper}, timeout=2 * GOODBYE_TIMEOUT)
+        return {"session_id": session_id, "closed": True}
+
+    async def fresh_session(self, payload: Any, *, spec: bool) -> dict[str, Any] | None:
+        """The answer to a JSON-RPC request on a throwaway session, as OpenEnv answers
+        ``tools/*`` that name no session: built, counted against capacity, closed after."""
+        source = self.source
+        session = source.session_type(source, codec=codec_for(None, self.limits), caller=self.env_caller("thread"))
+        session.spec = spec
+        try:
+            async with self.holding(session):
+                await session.start()
+                reply, _ = await session.respond(McpRequest(payload))
+        except ProtocolError as exc:
+            request_id = payload.get("id") if isinstance(payload, dict) else None
+            return error_response(request_id, SERVER_ERROR, exc.message, exc.extra or None)
+        assert isinstance(reply, McpReply)
+        return reply.response
+
+    async def _keep(self, held: Held) -> None:
+        """Keep a held session until it is released (or this task is cancelled: the
+        reaper, shutdown), then end it: its attached socket first, then its env, once
+        no request holds it."""
+        session = held.session
+        try:
+            await held.released.wait()
+        finally:
+            self.sessions.pop(session.id, None)
+            self.held.pop(session.id, None)
+            attached = held.attached
+            if attached is not None and not attached.done():
+                session.stop_reason = session.stop_reason or "The session was closed"
+                if not session.busy:
+                    attached.cancel()
+                await asyncio.wait({attached}, timeout=GOODBYE_TIMEOUT)
+            await _bounded(self._close_held(session))
+            logger.debug("session_close id=%s kind=held active=%d", session.id, self.active_envs())
+
+    @staticmethod
+    async def _close_held(session: EnvHost) -> None:
+        assert session.lock is not None
+        async with session.lock:
+            await session.close()
 
     # -- idle sessions --------------------------------------------------------------
 
@@ -347,7 +497,7 @@ class Server:
         reason = "The server is shutting down; reconnect to another server or later"
         for session, task in list(self.sessions.values()):
             session.stop_reason = reason
-            if not session.busy and not task.done():
+            if (session.id in self.held or not session.busy) and not task.done():
                 task.cancel()
         deadline = time.monotonic() + timeout
         while self.sessions and time.monotonic() < deadline:

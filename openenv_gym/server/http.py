@@ -2,10 +2,16 @@
 ``/metrics``, ``/mcp``, and the documents ``/schema``, ``/metadata``, ``/openapi.json``.
 
 ``/reset`` and ``/step`` are stateless, like the reference server's: each
-request builds a fresh environment. Request bodies pass the same limits as
-WebSocket frames (:mod:`openenv_gym.protocol.http`): a declared size over the
-limit is refused before a byte is read, and reading stops as soon as a body
-grows past it.
+request builds a fresh environment; production mode drops them and ``/state``,
+as OpenEnv's does. Request bodies pass the same limits as WebSocket frames
+(:mod:`openenv_gym.protocol.http`): a declared size over the limit is refused
+before a byte is read, and reading stops as soon as a body grows past it.
+
+``/mcp`` is OpenEnv's JSON-RPC endpoint (:mod:`.jsonrpc`), and MCP's streamable
+HTTP transport for MCP clients: ``initialize`` answers an ``Mcp-Session-Id``
+header, requests carrying it run on that session (HTTP 404 once it is gone),
+notifications get HTTP 202, ``DELETE`` ends the session, ``GET`` (a stream of
+server messages, which this server never sends) is HTTP 405.
 """
 
 from __future__ import annotations
@@ -22,10 +28,10 @@ from starlette.routing import Route
 from ..errors import ProtocolError
 from ..protocol import ClientMessage, Observation, codec_for
 from ..protocol import http as wire
-from ..protocol.mcp import JsonRpcError
+from ..protocol.mcp import INVALID_REQUEST, SESSION_HEADER, VERSION_HEADER, JsonRpcError, error_response
+from . import jsonrpc
 from .hosting import Server
-from .jsonrpc import handle_jsonrpc
-from .schema import metadata_document, openapi_document
+from .schema import Mode, metadata_document, openapi_document
 
 __all__ = ["http_routes", "json_response", "read_body"]
 
@@ -64,12 +70,12 @@ async def read_body(request: Request, server: Server) -> bytes:
 class _Endpoints:
     """The HTTP endpoints of one server."""
 
-    def __init__(self, server: Server) -> None:
+    def __init__(self, server: Server, mode: Mode) -> None:
         self.server = server
         source = server.source
         self.schema = json_response(source.schema)
         self.metadata = json_response(metadata_document(source))
-        self.openapi = json_response(openapi_document(source.env_id or source.name))
+        self.openapi = json_response(openapi_document(source.env_id or source.name, mode))
 
     async def _answer(self, *messages: ClientMessage) -> Response:
         """Run ``messages`` on a throwaway session, like OpenEnv's stateless HTTP
@@ -127,11 +133,37 @@ class _Endpoints:
         return Response(text, media_type="text/plain; version=0.0.4")
 
     async def mcp(self, request: Request) -> Response:
+        server = self.server
         try:
-            payload = wire.jsonrpc_request(await read_body(request, self.server), self.server.limits)
+            payload = wire.jsonrpc_request(await read_body(request, server), server.limits)
         except JsonRpcError as exc:
             return json_response(exc.response)
-        return json_response(handle_jsonrpc(payload))
+        session = None
+        if (session_id := request.headers.get(SESSION_HEADER)) is not None:
+            session = server.find_session(session_id)
+            if session is None:
+                return _unknown_mcp_session(payload, session_id)
+        spec = session is not None or VERSION_HEADER in request.headers
+        answer = await jsonrpc.answer_http(payload, server, session=session, spec=spec)
+        if answer.response is None:
+            return Response(status_code=202)
+        response = json_response(answer.response)
+        if answer.session_id is not None:
+            response.headers[SESSION_HEADER] = answer.session_id
+        return response
+
+    async def end_mcp_session(self, request: Request) -> Response:
+        """``DELETE /mcp``: an MCP client ends the session its header names."""
+        session_id = request.headers.get(SESSION_HEADER)
+        if session_id is None:
+            return json_response({"detail": f"DELETE /mcp needs the {SESSION_HEADER} header"}, 400)
+        if await self.server.close_session(session_id) is None:
+            return _unknown_mcp_session(None, session_id)
+        return Response(status_code=204)
+
+    async def mcp_stream(self, request: Request) -> Response:
+        """``GET /mcp``: no stream of server messages (the server sends none)."""
+        return Response(status_code=405, headers={"Allow": "POST, DELETE"})
 
 
 Endpoint = Callable[[Request], Awaitable[Response]]
@@ -154,18 +186,31 @@ def _constant(response: Response) -> Callable[[Request], Awaitable[Response]]:
     return endpoint
 
 
-def http_routes(server: Server) -> list[Route]:
-    """Every HTTP route of ``server``."""
-    endpoints = _Endpoints(server)
-    routes = [
+def _unknown_mcp_session(payload: object, session_id: str) -> Response:
+    """HTTP 404 for a request naming a session that is gone, as MCP's transport wants
+    (an MCP client then starts a new session)."""
+    request_id = payload.get("id") if isinstance(payload, dict) else None
+    message = f"Unknown {SESSION_HEADER}: {session_id} (the session is closed: initialize a new one)"
+    return json_response(error_response(request_id, INVALID_REQUEST, message), 404)
+
+
+def http_routes(server: Server, mode: Mode = "simulation") -> list[Route]:
+    """Every HTTP route of ``server``; production mode drops ``/reset``, ``/step``, ``/state``."""
+    endpoints = _Endpoints(server, mode)
+    simulation = [
         ("/reset", endpoints.reset, "POST"),
         ("/step", endpoints.step, "POST"),
         ("/state", endpoints.state, "GET"),
+    ]
+    routes = [
+        *(simulation if mode == "simulation" else []),
         ("/health", endpoints.health, "GET"),
         ("/metrics", endpoints.metrics, "GET"),
         ("/schema", _constant(endpoints.schema), "GET"),
         ("/metadata", _constant(endpoints.metadata), "GET"),
         ("/openapi.json", _constant(endpoints.openapi), "GET"),
         ("/mcp", endpoints.mcp, "POST"),
+        ("/mcp", endpoints.end_mcp_session, "DELETE"),
+        ("/mcp", endpoints.mcp_stream, "GET"),
     ]
     return [Route(path, _errors_as_responses(endpoint), methods=[method]) for path, endpoint, method in routes]

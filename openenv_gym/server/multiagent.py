@@ -334,7 +334,11 @@ class AgentsSession(Session):
             )
         return self.multiagent.make(self.api)
 
-    async def handle(self, message: ClientMessage) -> ServerMessage:
+    def toolbox(self) -> None:
+        """No MCP tools: a whole game has no one player to act for (play a seat on ``/ws``)."""
+        return None
+
+    async def handle(self, message: ClientMessage) -> ServerMessage | None:
         if isinstance(message, Reset):
             return await self._reset_game(message)
         if isinstance(message, Step):

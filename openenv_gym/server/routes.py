@@ -9,10 +9,11 @@ messages until ``close``.
 =============  ==================================  ===========================================
 route          opening message                      session
 =============  ==================================  ===========================================
-``/ws``        none                                 the source's ``session_type`` (one env)
+``/ws``        none (``?session_id=`` attaches to   the source's ``session_type`` (one env)
+               a session that outlives its socket)
 ``/agents``    none (``?api=aec|parallel``)         :class:`~.multiagent.AgentsSession`
 ``/vector``    ``vector_open``                      :class:`~.vector.VectorSession` (N envs)
-``/mcp``       none (JSON-RPC frames, no envelope)  :class:`~.mcp.McpSession` (no env)
+``/mcp``       none (JSON-RPC frames, no envelope)  the source's ``session_type`` (one env)
 =============  ==================================  ===========================================
 """
 
@@ -56,6 +57,9 @@ class Route(abc.ABC):
     #: UNKNOWN_TYPE names the types the route expects (extension routes do;
     #: ``/ws`` answers as OpenEnv's reference server).
     expected: ClassVar[bool] = False
+    #: Whether ``?session_id=...`` attaches a connection to a session that outlives
+    #: its sockets (OpenEnv's ``/ws`` does).
+    attachable: ClassVar[bool] = False
 
     def __init__(self, source: EnvSource) -> None:
         self.source = source
@@ -74,9 +78,12 @@ class Route(abc.ABC):
 
 
 class WsRoute(Route):
-    """OpenEnv's ``/ws``: one environment per connection."""
+    """OpenEnv's ``/ws``: one environment per connection, or the session it attaches to."""
 
     path = "/ws"
+    attachable = True
 
     def session(self, opening: Opening) -> EnvHost:
-        return self.source.session_type(self.source, codec=opening.codec, caller=opening.caller)
+        session: EnvHost = self.source.session_type(self.source, codec=opening.codec, caller=opening.caller)
+        session.speak(opening.codec, opening.query)
+        return session

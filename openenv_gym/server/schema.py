@@ -10,7 +10,7 @@ openenv-gym client recovers them losslessly.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from .. import spaces
 from .._version import __version__
@@ -18,7 +18,16 @@ from ..protocol import EXTENSION_KEY, SUBPROTOCOLS, jsonable
 from ..protocol.vector import VECTOR_PATH, VECTOR_VERSION
 from .source import EnvSource
 
-__all__ = ["gym_schema_document", "metadata_document", "openapi_document"]
+__all__ = ["gym_schema_document", "metadata_document", "openapi_document", "Mode", "MODES", "TEXT_VERSION",
+           "MCP_VERSION"]
+
+#: OpenEnv's server modes: ``"production"`` drops the stateless ``/reset``, ``/step`` and
+#: ``/state`` routes (agents then reach the env through MCP tools and ``/ws`` only).
+Mode = Literal["simulation", "production"]
+MODES: tuple[Mode, ...] = ("simulation", "production")
+#: Versions of the extensions ``/schema`` advertises: observations as text, MCP tools.
+TEXT_VERSION = 1
+MCP_VERSION = 1
 
 _DRAFT = "https://json-schema.org/draft/2020-12/schema"
 
@@ -43,6 +52,11 @@ def _observation_schema(source: EnvSource, title: str) -> dict:
             "types": {
                 "type": "object",
                 "description": "openenv-gym type hints restoring the exact types of reward and info",
+            },
+            "text": {
+                "type": "string",
+                "description": "The observation as text, for language models (sent to stock JSON peers, "
+                "and to openenv-gym peers that ask with /ws?text=1)",
             },
             "done": {"type": "boolean", "default": False},
             "reward": {"anyOf": [{"type": "number"}, {"type": "null"}], "default": None},
@@ -97,6 +111,8 @@ def gym_schema_document(source: EnvSource) -> dict:
             "max_episode_steps": source.max_episode_steps,
             **({"multiagent": source.multiagent.describe()} if source.multiagent else {}),
             "vector": {"path": VECTOR_PATH, "version": VECTOR_VERSION},
+            "text": {"version": TEXT_VERSION, "query": "text=1"},
+            "mcp": {"version": MCP_VERSION, "path": "/mcp", "tools": ["act", "observe", "legal_actions"]},
         },
     }
 
@@ -127,15 +143,19 @@ def _operation(summary: str, body: bool = False) -> dict:
     return operation
 
 
-def openapi_document(title: str) -> dict:
-    """The ``/openapi.json`` document (OpenEnv HTTP profile ``openenv-http/1.x``)."""
+def openapi_document(title: str, mode: Mode = "simulation") -> dict:
+    """The ``/openapi.json`` document (OpenEnv HTTP profile ``openenv-http/1.x``): its
+    paths tell validators the mode (production has no ``/reset``, ``/step``, ``/state``)."""
+    simulation = {
+        "/reset": {"post": _operation("Reset a fresh environment (stateless)", body=True)},
+        "/step": {"post": _operation("Step a fresh environment (stateless)", body=True)},
+        "/state": {"get": _operation("State of a fresh environment")},
+    }
     return {
         "openapi": "3.1.0",
         "info": {"title": f"OpenEnv Environment HTTP API ({title})", "version": "1.0.0"},
         "paths": {
-            "/reset": {"post": _operation("Reset a fresh environment (stateless)", body=True)},
-            "/step": {"post": _operation("Step a fresh environment (stateless)", body=True)},
-            "/state": {"get": _operation("State of a fresh environment")},
+            **(simulation if mode == "simulation" else {}),
             "/health": {"get": _operation("Health check")},
             "/schema": {"get": _operation("JSON Schemas of action, observation and state")},
             "/metadata": {"get": _operation("Environment metadata")},

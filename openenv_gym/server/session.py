@@ -11,20 +11,27 @@ Environment calls run through an :class:`EnvCaller`, which keeps a slow env
 from stalling the server's event loop (and so every other session) while
 letting fast envs skip the thread hand-off that would otherwise dominate
 their step time.
+
+A session also serves MCP: JSON-RPC requests (``/ws`` ``mcp`` frames, ``WS /mcp``
+frames, ``POST /mcp`` for a session that outlives its socket) are answered by
+:mod:`.jsonrpc` on the session, and a Gymnasium session's tools
+(:mod:`.tools`) run on its env and its episode, also as ``/ws`` steps
+``{"type": "call_tool", ...}``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import queue
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from typing import Any, Literal
 
-from ..errors import EnvCallTimeout, ErrorCode, ProtocolError
+from ..errors import EnvCallTimeout, ErrorCode, ProtocolError, ToolCallError
 from ..protocol import (
     ClientMessage,
     Codec,
@@ -38,12 +45,17 @@ from ..protocol import (
     Step,
 )
 from ..protocol import gym as gym_data
+from ..protocol.mcp import JsonRpcMessage, JsonRpcReply, ListTools, tool_action, tool_observation, tools_observation
+from ..text import value_text, view_for, view_for_spaces
+from . import jsonrpc
 from .deadline import EnvCallInterrupted, InlineDeadline
 from .isolation import EnvCrashed, ProcessEnv
-from .jsonrpc import handle_jsonrpc
 from .source import EnvSource
+from .tools import Position, Tool, ToolOutcome, gym_tools
 
-__all__ = ["EnvHost", "Session", "EnvCaller", "Execution", "describe_error", "HungCalls"]
+__all__ = ["EnvHost", "Session", "EnvCaller", "Execution", "describe_error", "HungCalls", "wants_text"]
+
+logger = logging.getLogger("openenv_gym.server")
 
 #: How environment calls are run: ``"thread"`` always on the session's own
 #: worker thread; ``"inline"`` always on the event loop (fastest, but a slow
@@ -339,6 +351,15 @@ class EnvHost:
         self.stop_reason: str | None = None
         #: ``True`` while a message is being handled (a draining server lets it finish).
         self.busy = False
+        #: Set for a session that outlives its sockets (several peers may use it at
+        #: once): one message at a time holds it.
+        self.lock: asyncio.Lock | None = None
+        #: The server's sessions, for JSON-RPC requests about other sessions (set by the
+        #: server that hosts this one).
+        self.registry: jsonrpc.Registry | None = None
+        #: Whether its MCP peer speaks the MCP specification (it sent ``initialize``):
+        #: tool results then carry ``structuredContent`` and ``isError``.
+        self.spec = False
 
     @property
     def inline(self) -> bool:
@@ -365,9 +386,21 @@ class EnvHost:
         """The message that tells the client the session is open, for routes that send one."""
         return None
 
-    async def respond(self, message: ClientMessage) -> tuple[ServerMessage, float]:
-        """The reply to one message (never ``close``), and the seconds its env
-        calls took (not counting any wait for the session's thread)."""
+    def speak(self, codec: Codec, query: Mapping[str, str]) -> None:
+        """Answer the connection that has just opened (or attached to) this session:
+        in its codec; ``query`` holds its handshake's query parameters."""
+        self.codec = codec
+
+    async def respond(self, message: ClientMessage) -> tuple[ServerMessage | None, float]:
+        """The reply to one message (never ``close``; ``None`` for a JSON-RPC
+        notification, which gets none), and the seconds its env calls took (not
+        counting any wait for the session's thread)."""
+        if self.lock is None:
+            return await self._respond(message)
+        async with self.lock:
+            return await self._respond(message)
+
+    async def _respond(self, message: ClientMessage) -> tuple[ServerMessage | None, float]:
         self.busy = True
         self.touch()
         self.call.seconds = 0.0
@@ -376,8 +409,31 @@ class EnvHost:
         finally:
             self.busy = False
 
-    async def handle(self, message: ClientMessage) -> ServerMessage:
+    async def handle(self, message: ClientMessage) -> ServerMessage | None:
         raise NotImplementedError
+
+    # -- MCP --------------------------------------------------------------------------
+
+    def toolbox(self) -> dict[str, Tool] | None:
+        """The session's MCP tools by name, or ``None`` for a session without tools."""
+        return None
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> ToolOutcome:
+        """Run one of the session's tools; a failure is a :class:`~openenv_gym.errors.ToolCallError`."""
+        tool = (self.toolbox() or {}).get(name)
+        if tool is None:
+            raise ToolCallError(f"Unknown tool: {name!r}", error_type="tool_not_found")
+        return await tool.run(self, arguments)
+
+    async def _jsonrpc(self, message: ClientMessage) -> ServerMessage | None:
+        """The reply to a JSON-RPC request on this session: ``mcp`` frames of ``/ws``
+        (which always get one) and ``WS /mcp`` frames (none for a notification)."""
+        if isinstance(message, McpRequest):
+            response = await jsonrpc.answer(message.request, self)
+            return McpReply(response or jsonrpc.ACKNOWLEDGED)
+        assert isinstance(message, JsonRpcMessage)
+        response = await jsonrpc.answer(message.payload, self)
+        return None if response is None else JsonRpcReply(response)
 
     async def run(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Call the env; what it raises goes back to the client as EXECUTION_ERROR.
@@ -389,6 +445,8 @@ class EnvHost:
         """
         try:
             return await self.call(fn, *args, **kwargs)
+        except ToolCallError:
+            raise  # a tool's own report of why it failed
         except (EnvCallTimeout, EnvCrashed) as exc:
             what = "hung" if isinstance(exc, EnvCallTimeout) else "crashed"
             env, self.env, self._reset_done = self.env, None, False
@@ -422,7 +480,9 @@ class Session(EnvHost):
     """A Gymnasium environment serving one ``/ws`` client, with its episode state.
 
     The action and observation objects are :mod:`openenv_gym.protocol.gym`'s;
-    the codec decides how their values travel.
+    the codec decides how their values travel. Observations carry their text
+    (:attr:`text`) for stock JSON peers, and for openenv-gym peers that ask
+    (``/ws?text=1``). Its MCP tools (:mod:`.tools`) play the same episode.
     """
 
     def __init__(self, source: EnvSource, *, codec: Codec, caller: EnvCaller | None = None) -> None:
@@ -431,8 +491,19 @@ class Session(EnvHost):
         self.episode_id: str | None = None
         self.step_count = 0
         self.seed: int | None = None
+        #: Whether observation frames carry the observation's ``text``.
+        self.text = wants_text(codec, {})
+        #: Where the current episode stands (``None`` before the first reset).
+        self.position: Position | None = None
+        self._view: Any = None
+        self._view_env: Any = None
+        self._tools: dict[str, Tool] | None = None
 
-    async def handle(self, message: ClientMessage) -> ServerMessage:
+    def speak(self, codec: Codec, query: Mapping[str, str]) -> None:
+        super().speak(codec, query)
+        self.text = wants_text(codec, query)
+
+    async def handle(self, message: ClientMessage) -> ServerMessage | None:
         """The reply to one validated message (never called for ``close``)."""
         if isinstance(message, Step):
             return await self._step(message)
@@ -442,8 +513,8 @@ class Session(EnvHost):
             return StateReply(self.state())
         if isinstance(message, Render):
             return await self._render()
-        if isinstance(message, McpRequest):
-            return McpReply(handle_jsonrpc(message.request))
+        if isinstance(message, (McpRequest, JsonRpcMessage)):
+            return await self._jsonrpc(message)
         raise ProtocolError(ErrorCode.UNKNOWN_TYPE, f"Unknown message type: {message.type}")
 
     def state(self) -> dict:
@@ -470,27 +541,120 @@ class Session(EnvHost):
             )
 
     async def _reset(self, reset: Reset) -> ServerMessage:
-        obs, info = await self.run(self._env().reset, seed=reset.seed, options=reset.options)
+        obs, info, text = await self.run(self.env_reset, reset, self.text)
         self.begin_episode(reset)
-        return self._observation(obs, None, False, False, info)
+        self.position = Position(obs, info, text=text)
+        return self._observation(obs, None, False, False, info, text)
 
     async def _step(self, step: Step) -> ServerMessage:
+        if (tool := tool_action(step.fields)) is not None:  # OpenEnv's MCP actions carry a type
+            return await self._tool_step(tool)
         action = gym_data.read_action(self.codec, self.source.action_space, step)
         self.require_episode()
-        obs, reward, terminated, truncated, info = await self.run(self._env().step, action)
-        self.step_count += 1
-        return self._observation(obs, reward, terminated, truncated, info)
+        reward = await self._advance(action, self.text)
+        position = self.position
+        assert position is not None
+        return self._observation(
+            position.obs, reward, position.terminated, position.truncated, position.info, position.text
+        )
 
-    def _observation(self, obs: Any, reward: Any, terminated: Any, truncated: Any, info: Any) -> ServerMessage:
+    def env_reset(self, reset: Reset, text: bool) -> tuple[Any, Any, str | None]:
+        """Reset the env, and render the observation's text when ``text`` (one env call)."""
+        obs, info = self._env().reset(seed=reset.seed, options=reset.options)
+        return obs, info, self._obs_text(obs, info) if text else None
+
+    def env_step(self, action: Any, text: bool) -> tuple[Any, Any, Any, Any, Any, str | None]:
+        """Step the env, and render the observation's text when ``text`` (one env call)."""
+        obs, reward, terminated, truncated, info = self._env().step(action)
+        return obs, reward, terminated, truncated, info, self._obs_text(obs, info) if text else None
+
+    async def _advance(self, action: Any, text: bool) -> Any:
+        """Step the env with a checked action; the reward (the position moves on)."""
+        obs, reward, terminated, truncated, info, rendered = await self.run(self.env_step, action, text)
+        self.step_count += 1
+        self.position = Position(obs, info, bool(terminated), bool(truncated), rendered)
+        return reward
+
+    def _observation(
+        self, obs: Any, reward: Any, terminated: Any, truncated: Any, info: Any, text: str | None = None
+    ) -> ServerMessage:
         extra = self.source.extra_values(self._env()) if self.source.extra_values is not None else None
         return gym_data.observation(
             self.codec, self.source.observation_space, obs,
-            reward=reward, terminated=terminated, truncated=truncated, info=info, extra=extra,
+            reward=reward, terminated=terminated, truncated=truncated, info=info, extra=extra, text=text,
         )
 
     async def _render(self) -> ServerMessage:
         frame = await self.run(self._env().render)
         return gym_data.render_reply(self.codec, self.source.render_mode, frame)
+
+    # -- text and tools -------------------------------------------------------
+
+    @property
+    def view(self) -> Any:
+        """The text view of the session's env (:mod:`openenv_gym.text`): the server's
+        ``text_view`` if it has one, else the env's own (its methods, the built-in
+        table, its spaces); an env in a process of its own is known by its spaces and id."""
+        env = self._env()
+        if self._view is None or self._view_env is not env:
+            source = self.source
+            if source.text_view is None and self.call.isolated:
+                self._view = view_for_spaces(source.observation_space, source.action_space, env_id=source.env_id)
+            else:
+                self._view = view_for(env, source.text_view)
+            self._view_env = env
+        return self._view
+
+    def _obs_text(self, obs: Any, info: Any) -> str:
+        """The observation's text by the view; a view that fails falls back to the
+        text of the observation space (and the failure is logged)."""
+        try:
+            return self.view.obs_to_text(obs, info)
+        except Exception:  # noqa: BLE001 - the text must not cost the step
+            logger.warning("text_view_failed env=%s", self.source.name, exc_info=True)
+            return value_text(self.source.observation_space, obs)
+
+    def toolbox(self) -> dict[str, Tool] | None:
+        if self._tools is None:
+            tools = [*gym_tools(self.view), *self.source.tools]
+            self._tools = {tool.name: tool for tool in tools}
+        return self._tools
+
+    async def begin_if_needed(self) -> Position:
+        if self.position is None or not self._reset_done:
+            await self._reset(Reset())
+        assert self.position is not None
+        return self.position
+
+    async def position_text(self) -> str:
+        position = self.position
+        assert position is not None
+        if position.text is None:
+            position.text = await self.run(self._obs_text, position.obs, position.info)
+        return position.text
+
+    async def play(self, action: Any) -> float:
+        return float(await self._advance(action, True))
+
+    async def _tool_step(self, tool: Any) -> ServerMessage:
+        """The reply to OpenEnv's MCP actions as ``/ws`` steps: the observation carries
+        the tool's result (or error), and the reward and done of the episode."""
+        if isinstance(tool, ListTools):
+            return tools_observation(t.spec for t in (self.toolbox() or {}).values())
+        try:
+            outcome = await self.call_tool(tool.tool_name, tool.arguments)
+        except ToolCallError as exc:
+            return tool_observation(tool.tool_name, exc, reward=0.0, done=self._done())
+        return tool_observation(tool.tool_name, outcome.result, reward=outcome.reward, done=self._done())
+
+    def _done(self) -> bool:
+        return self.position is not None and self.position.over
+
+
+def wants_text(codec: Codec, query: Mapping[str, str]) -> bool:
+    """Whether a session's observations carry their text: always for a stock JSON peer,
+    when asked (``?text=1``) for an openenv-gym peer."""
+    return not codec.extended or query.get("text", "").lower() in ("1", "true", "yes")
 
 
 def describe_error(exc: BaseException) -> str:

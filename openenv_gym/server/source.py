@@ -48,6 +48,12 @@ class EnvSource:
     #: Set (to the env's class) when the env is a :class:`~openenv_gym.fields.FieldsEnv`,
     #: which speaks OpenEnv's named fields and publishes its own schemas.
     fields: Any = None
+    #: The text view of its envs the server was given (a view, or a function making
+    #: one from an env: see :func:`~openenv_gym.text.view_for`); ``None``: each env's own.
+    text_view: Any = None
+    #: MCP tools of the env's author, besides the built-in ones
+    #: (:class:`~openenv_gym.server.tools.Tool`).
+    tools: tuple[Any, ...] = ()
     #: Set when the env is an EnvPool task: the pool factory (:mod:`openenv_gym.envpool`)
     #: from which the ``envpool`` backend builds a vector session's envs in one pool.
     pool: Any = None

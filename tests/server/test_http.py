@@ -37,7 +37,7 @@ def test_http_routes(cartpole_url):
     "body, code",
     [
         ({}, -32600),
-        ({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, -32603),
+        ({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "nope"}}, -32603),
         ({"jsonrpc": "2.0", "id": 2, "method": "nope"}, -32601),
     ],
 )

@@ -8,7 +8,9 @@ import json
 import msgpack
 import pytest
 from websockets.exceptions import ConnectionClosed
+from websockets.sync.client import connect
 
+import openenv_gym
 from openenv_gym.protocol import MSGPACK_SUBPROTOCOL
 from tests.server.raw import ask, ws
 
@@ -90,5 +92,13 @@ def test_close_message_ends_the_session_with_1000(cartpole_url):
 def test_mcp_over_websocket_session(cartpole_url):
     with ws(cartpole_url) as sock:
         reply = ask(sock, {"type": "mcp", "data": {"jsonrpc": "2.0", "method": "tools/list", "id": 7}})
-        assert reply == {"type": "mcp", "data": {"jsonrpc": "2.0", "id": 7, "error": {
-            "code": -32603, "message": "Environment does not support MCP", "data": None}}}
+        assert reply["type"] == "mcp" and reply["data"]["id"] == 7
+        assert [tool["name"] for tool in reply["data"]["result"]["tools"]] == ["act", "observe", "legal_actions"]
+
+
+def test_a_whole_game_has_no_tools():
+    with openenv_gym.local_server("pettingzoo.classic.tictactoe_v3") as url:
+        with connect(url.replace("http", "ws", 1) + "/agents") as sock:
+            reply = ask(sock, {"type": "mcp", "data": {"jsonrpc": "2.0", "method": "tools/list", "id": 8}})
+            assert reply == {"type": "mcp", "data": {"jsonrpc": "2.0", "id": 8, "error": {
+                "code": -32603, "message": "Environment does not support MCP", "data": None}}}
