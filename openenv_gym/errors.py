@@ -18,6 +18,7 @@
     ├── ProtocolMismatchError    the peer does not offer what was asked for
     ├── SpaceValueError          (also ValueError) a value does not fit its space
     ├── EnvCallTimeout           (also TimeoutError) a server's env call hung
+    ├── ToolCallError            (also ValueError) an env's MCP tool refused a call or failed
     ├── ListenError              (also OSError) a server could not bind its address
     └── EmbeddedServerError      (also RuntimeError) a built-in server did not start
 
@@ -55,6 +56,7 @@ __all__ = [
     "MessageTimeoutError",
     "ProtocolMismatchError",
     "EnvCallTimeout",
+    "ToolCallError",
     "ListenError",
     "EmbeddedServerError",
     "remote_error",
@@ -184,6 +186,18 @@ class ProtocolMismatchError(OpenEnvGymError):
 
 class EnvCallTimeout(OpenEnvGymError, TimeoutError):
     """A server's env call ran past its step timeout."""
+
+
+class ToolCallError(OpenEnvGymError, ValueError):
+    """An env's MCP tool refused a call or failed: an unknown tool, arguments it does
+    not take, a tool that raised. ``error_type`` is OpenEnv's kind of tool error
+    (``tool_not_found``, ``invalid_args``, ``execution_error``, ...); the message is
+    the server's, which says what went wrong."""
+
+    def __init__(self, message: str, *, error_type: str = "execution_error") -> None:
+        super().__init__(f"{error_type}: {message}")
+        self.error_type = error_type
+        self.message = message
 
 
 class ListenError(OpenEnvGymError, OSError):
