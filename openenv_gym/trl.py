@@ -60,7 +60,7 @@ except ImportError as exc:  # pragma: no cover - depends on the install
     raise missing_extra(exc, "openenv_gym.trl", "trl") from exc
 
 from .client.options import ConnectOptions
-from .client.tools import EnvTools, ToolsFrom, ToolSession, env_tools
+from .client.tools import EnvTools, ToolSession, ToolsFrom, env_tools
 from .protocol.tools import Tool
 
 __all__ = [
@@ -266,15 +266,17 @@ def type_hint(schema: Any) -> Any:
     """
     if not isinstance(schema, Mapping):
         return Any
-    values = schema["enum"] if isinstance(schema.get("enum"), list) else [schema["const"]] if "const" in schema else None
+    values = schema.get("enum") if isinstance(schema.get("enum"), list) else None
+    if values is None and "const" in schema:
+        values = [schema["const"]]
     if values and all(isinstance(v, (str, int, float, bool)) or v is None for v in values):
-        return Literal.__getitem__(tuple(values))  # type: ignore[attr-defined]
+        return Literal.__getitem__(tuple(values))
     alternatives = schema.get("anyOf") or schema.get("oneOf")
     if isinstance(alternatives, list) and alternatives:
-        return Union.__getitem__(tuple(type_hint(s) for s in alternatives))  # type: ignore[attr-defined]
+        return Union.__getitem__(tuple(type_hint(s) for s in alternatives))
     kind = schema.get("type")
     if isinstance(kind, list) and kind:
-        return Union.__getitem__(tuple(type_hint({**schema, "type": k}) for k in kind))  # type: ignore[attr-defined]
+        return Union.__getitem__(tuple(type_hint({**schema, "type": k}) for k in kind))
     if kind == "array":
         items = schema.get("items")
         return list[type_hint(items)] if isinstance(items, Mapping) else list  # type: ignore[misc]

@@ -213,7 +213,8 @@ def act_tool(view: Any) -> tuple[Tool, bool]:
     if isinstance(properties, dict) and properties:
         return Tool("act", description, schema), True
     argument = {**schema, "description": f"The action: {view.describe_actions()}"}
-    return Tool("act", description, {"type": "object", "properties": {"action": argument}, "required": ["action"]}), False
+    wrapped = {"type": "object", "properties": {"action": argument}, "required": ["action"]}
+    return Tool("act", description, wrapped), False
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,8 @@ them (openenv-gym's, and upstream ``MCPEnvironment`` servers alike).
     {'type': 'step', 'data': {'type': 'call_tool', 'tool_name': 'act', 'arguments': {'action': 'down'}}}
     >>> reply = Observation(
     ...     {"tool_name": "act", "error": None,
-    ...      "result": {"content": [{"type": "text", "text": "position: row 1"}], "data": {"obs": 4}, "is_error": False}},
+    ...      "result": {"content": [{"type": "text", "text": "position: row 1"}],
+    ...                 "data": {"obs": 4}, "is_error": False}},
     ...     reward=0.0, done=False)
     >>> read_tool_result(reply)
     ToolResult(text='position: row 1', reward=0.0, done=False, data={'obs': 4})

@@ -15,7 +15,6 @@ import pytest
 trl = pytest.importorskip("trl")
 
 import torch  # noqa: E402
-from pettingzoo.classic import tictactoe_v3  # noqa: E402
 
 import openenv_gym  # noqa: E402
 from openenv_gym.trl import environment_factory, seed_dataset, tiny_chat_model  # noqa: E402
