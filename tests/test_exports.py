@@ -60,7 +60,7 @@ def definition(path: str) -> object:
 
 #: Modules of extras the ``test`` extra leaves out (too heavy for the suite), and the
 #: module each needs.
-OUTSIDE_TEST = {"openenv_gym.trl": "trl"}
+OUTSIDE_TEST = {"openenv_gym.trl": "trl", "openenv_gym.skyrl": "skyrl_gym"}
 
 
 def all_modules() -> list[types.ModuleType]:

@@ -61,7 +61,10 @@ from .options import ConnectOptions
 from .remote_env import RemoteEnv
 from .session import RemoteSession
 
-__all__ = ["ToolsFrom", "EnvTools", "ToolSession", "ServerToolSession", "ViewToolSession", "env_tools", "outcome"]
+__all__ = [
+    "ToolsFrom", "EnvTools", "ToolSession", "ServerToolSession", "ViewToolSession", "env_tools", "view_session",
+    "outcome",
+]
 
 #: Where tools come from: ``"server"``, the server's own MCP tools; ``"client"``, an
 #: ``act`` tool made here from the env's text view; ``"auto"``, the server's when it
@@ -184,8 +187,21 @@ class ViewToolSession(ToolSession):
             raise ToolCallError(
                 f"act takes one argument, 'action'; got {sorted(arguments) or 'none'}", error_type="invalid_args"
             )
+        return self.act(dict(arguments) if self._fields else arguments["action"])
+
+    def act(self, reply: Any) -> ToolResult:
+        """Step with the action ``reply`` says: a model's whole reply (a bare value, JSON,
+        fenced JSON, ``<action>...</action>``, as :mod:`openenv_gym.text` reads them) or
+        the action's value.
+
+        Raises:
+            ToolCallError: ``reply`` holds no action the view can read, or one that is
+                not legal now (``invalid_args``); the env was not stepped.
+        """
+        if self.env is None:
+            raise OpenEnvGymError("no episode is running on this session: call reset() first")
         try:
-            action = self.view.parse_action(dict(arguments) if self._fields else arguments["action"])
+            action = self.view.parse_action(reply)
         except ValueError as exc:
             raise ToolCallError(str(exc), error_type="invalid_args") from exc
         obs, reward, terminated, truncated, info = self.env.step(action)
@@ -255,15 +271,44 @@ def env_tools(
             (:class:`~openenv_gym.client.options.ConnectOptions` and its fields as
             keywords).
     """
+    url, options, make_env = _target(url_or_env, env_kwargs, options, connect)
+    if url is not None and options is not None:
+        return _server_tools(url, tools, view, options)
+    if tools == "server":
+        raise ValueError(f"{url_or_env!r} is a local env, which has no server tools: use tools='auto' or 'client'")
+    return _client_tools(make_env, view, None)
+
+
+def view_session(
+    url_or_env: str | Callable[..., gym.Env],
+    *,
+    view: Any = None,
+    env_kwargs: Mapping[str, Any] | None = None,
+    options: ConnectOptions | None = None,
+    **connect: Any,
+) -> ViewToolSession:
+    """A :class:`ViewToolSession` on a served env or a local one (the arguments are
+    :func:`env_tools`'), for trainers that hand over the model's whole reply as the
+    action (:meth:`ViewToolSession.act`) rather than calling tools."""
+    return ViewToolSession(_target(url_or_env, env_kwargs, options, connect)[2], view)
+
+
+def _target(
+    url_or_env: str | Callable[..., gym.Env],
+    env_kwargs: Mapping[str, Any] | None,
+    options: ConnectOptions | None,
+    connect: dict[str, Any],
+) -> tuple[str | None, ConnectOptions | None, Callable[[], gym.Env]]:
+    """A server's URL and connection options (``None`` for a local env), and a function
+    making the env as a Gymnasium env."""
     if isinstance(url_or_env, str) and _is_url(url_or_env):
         if env_kwargs:
             raise TypeError("env_kwargs are for a local env; a server makes its envs itself")
-        return _server_tools(http_url(url_or_env), tools, view, ConnectOptions.merge(options, **connect))
-    if tools == "server":
-        raise ValueError(f"{url_or_env!r} is a local env, which has no server tools: use tools='auto' or 'client'")
+        url, merged = http_url(url_or_env), ConnectOptions.merge(options, **connect)
+        return url, merged, lambda: RemoteEnv(url, options=merged)
     if options is not None or connect:
         raise TypeError("connection options are for a server URL, not a local env")
-    return _client_tools(_local_factory(url_or_env, dict(env_kwargs or {})), view, None)
+    return None, None, _local_factory(url_or_env, dict(env_kwargs or {}))
 
 
 def _server_tools(url: str, tools: ToolsFrom, view: Any, options: ConnectOptions) -> EnvTools:
