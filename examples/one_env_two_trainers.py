@@ -57,13 +57,16 @@ def ppo(url: str, steps: int) -> None:
 
 
 def warm_start(model, tokenizer, env, steps: int) -> None:
-    """Supervised steps on one turn: the first observation, then a tool call of a random
-    direction (the loss on the call alone)."""
+    """Supervised steps on one turn: the end of the first prompt, then a tool call of a
+    random direction (the loss on the call alone)."""
     first = env.reset(seed=0)
     prompt = tokenizer.apply_chat_template(
         [{"role": "user", "content": PROMPT + first}], tools=[env.act], add_generation_prompt=True, tokenize=False
     )
-    prompt_ids = tokenizer.encode(prompt)
+    # The turn's last tokens only (the observation, then the assistant's header): what
+    # comes after them is what is learnt, and the whole prompt (the tools' schemas first)
+    # would make each step five times slower.
+    prompt_ids = tokenizer.encode(prompt)[-256:]
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
     rng = random.Random(0)
     model.train()
@@ -75,7 +78,13 @@ def warm_start(model, tokenizer, env, steps: int) -> None:
             completion = tokenizer.encode(call + tokenizer.eos_token)
             batch.append(prompt_ids + completion)
             labels.append([-100] * len(prompt_ids) + completion)
-        loss = model(input_ids=torch.tensor(batch), labels=torch.tensor(labels)).loss
+        width = max(len(row) for row in batch)
+        mask = [[1] * len(row) + [0] * (width - len(row)) for row in batch]
+        batch = [row + [tokenizer.pad_token_id] * (width - len(row)) for row in batch]
+        labels = [row + [-100] * (width - len(row)) for row in labels]
+        loss = model(
+            input_ids=torch.tensor(batch), attention_mask=torch.tensor(mask), labels=torch.tensor(labels)
+        ).loss
         loss.backward()
         optimizer.step()
         optimizer.zero_grad()
