@@ -1,16 +1,27 @@
-"""Hostile input at a live server.
+"""Hostile input at a live server, on every route.
 
 Random bytes, random JSON, wrong types, out-of-space actions and oversize
-frames, in JSON and msgpack sessions. Every frame must get a structured error
-frame (an OpenEnv code) or a clean close; the server must stay up; and a
-healthy session running meanwhile must see exactly the trajectory of a local
-env with the same seed.
+frames, in JSON and msgpack sessions of ``/ws``, ``/vector`` and ``/agents``,
+on ``WS /mcp``, and as the bodies of ``POST /reset``, ``/step`` and ``/mcp``.
+Every input must get a structured answer: the protocol's error frame (an
+OpenEnv code, never "The server failed"), a JSON-RPC error, an HTTP 4xx with a
+JSON ``detail`` (a 500 only for the env's own failure, with its code), a valid
+reply, or a clean close; never a hang. The server must stay up, and a healthy
+session running meanwhile must see exactly the trajectory of a local env with
+the same seed.
 """
 
 from __future__ import annotations
 
+import contextlib
+import http.client
 import json
+import random
 import threading
+import urllib.parse
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
 
 import gymnasium as gym
 import msgpack
@@ -43,12 +54,126 @@ messages = st.one_of(
 )
 
 
-class Fuzzer:
-    """One fuzzing connection that reconnects whenever the server closes it."""
+def check_error(data) -> bool:
+    """An error frame's data: a known code and a message, never an internal failure.
+    True when the error ends the session (the server closes next)."""
+    assert data["code"] in CODES and data["message"], data
+    assert not data["message"].startswith("The server failed"), data
+    return data["code"] in ("SESSION_ERROR", "CAPACITY_REACHED", "FACTORY_ERROR")
 
-    def __init__(self, url: str, binary: bool) -> None:
-        self.url = url.replace("http://", "ws://") + "/ws"
+
+def check_ws_reply(reply, message) -> bool:
+    """A ``/ws`` reply to ``message``: CartPole's, or an error (True if it ends the session)."""
+    assert reply["type"] in ("observation", "state", "error", "mcp", "render"), reply
+    if reply["type"] == "observation":
+        check_observation(reply["data"], message)
+    elif reply["type"] == "state":
+        check_state(reply["data"])
+    elif reply["type"] == "error":
+        return check_error(reply["data"])
+    return False
+
+
+def replies(*types: str) -> Callable[[Any, Any], bool]:
+    """The check of a route whose replies are envelopes of ``types``, or errors."""
+
+    def check(reply, message) -> bool:
+        assert isinstance(reply, dict) and reply.get("type") in (*types, "error"), reply
+        return reply["type"] == "error" and check_error(reply["data"])
+
+    return check
+
+
+def check_jsonrpc(reply, message=None) -> bool:
+    """A JSON-RPC 2.0 response (True for -32000, a refused session the server closes next)."""
+    assert isinstance(reply, dict) and reply.get("jsonrpc") == "2.0" and "id" in reply, reply
+    if "error" not in reply:
+        assert "result" in reply, reply
+        return False
+    error = reply["error"]
+    assert type(error["code"]) is int and isinstance(error["message"], str), reply
+    assert "The server failed" not in error["message"], reply
+    return error["code"] == -32000
+
+
+def check_jsonrpc_request(reply, message) -> bool:
+    """:func:`check_jsonrpc`, and the error code is the one JSON-RPC gives ``message``
+    (a decoded request; :data:`NOT_JSON` when the frame is not JSON, ``None`` when
+    unknown): -32700 for a frame that
+    does not parse (or breaks the size and nesting limits), -32600 for an invalid
+    request, -32602 for params that are not an object, -32601 for an unknown method,
+    -32603 for an MCP method (a Gymnasium env has no tools). The id is echoed."""
+    closes = check_jsonrpc(reply)
+    code = reply["error"]["code"]
+    if message is None or closes:  # unknown, or a refused session
+        return closes
+    if message is NOT_JSON or code == -32700:  # (JSON beyond the nesting or items limit, too)
+        assert code == -32700, (message, reply)
+        return closes
+    if not isinstance(message, dict):
+        assert code == -32600, (message, reply)
+        return closes
+    request_id = message.get("id")
+    echoed = request_id if isinstance(request_id, (str, int)) and not isinstance(request_id, bool) else None
+    assert reply["id"] == echoed, (message, reply)
+    if message.get("jsonrpc") != "2.0" or not isinstance(message.get("method"), str):
+        expected = -32600
+    elif message.get("params") is not None and not isinstance(message["params"], dict):
+        expected = -32602
+    else:
+        expected = -32603 if message["method"] in MCP_METHODS else -32601
+    assert code == expected, (message, reply)
+    return closes
+
+
+#: What :func:`as_json_value` makes of a body or frame that is not JSON.
+NOT_JSON = object()
+MCP_METHODS = {"tools/list", "tools/call", "openenv/session/create", "openenv/session/close"}
+
+
+@dataclass(frozen=True)
+class Route:
+    """A WebSocket route as a fuzzer drives it."""
+
+    path: str
+    #: Messages that start a session, sent on every connect; each must be answered without error.
+    opening: tuple = ({"type": "reset"},)
+    #: Checks a reply to a fuzz frame; True when the reply ends the session.
+    check: Callable[[Any, Any], bool] = check_ws_reply
+    #: The message types of the route's envelopes (``None``: the route has none).
+    types: frozenset | None = frozenset({"reset", "step", "state", "close", "mcp", "render"})
+
+    def check_envelope(self, reply, message) -> None:
+        """A message that is not an object, or whose type the route does not know,
+        gets VALIDATION_ERROR or UNKNOWN_TYPE (INVALID_JSON if it did not decode)."""
+        if self.types is None or message is None:
+            return
+        if not isinstance(message, dict):
+            expected = "VALIDATION_ERROR"
+        elif not isinstance(message.get("type"), str) or message["type"] not in self.types:
+            expected = "UNKNOWN_TYPE"
+        else:
+            return
+        assert reply.get("type") == "error" and reply["data"]["code"] in (expected, "INVALID_JSON"), (message, reply)
+
+
+WS = Route("/ws")
+VECTOR_TYPES = frozenset({"vector_open", "reset", "step", "call", "get_attr", "set_attr", "render", "close"})
+VECTOR = Route("/vector", ({"type": "vector_open", "data": {"num_envs": 2}}, {"type": "reset", "data": {"seed": 0}}),
+               replies("vector_observation", "call", "get_attr", "set_attr", "render"), VECTOR_TYPES)
+VECTOR_OPEN = Route("/vector", (), replies("vector_opened"), VECTOR_TYPES)
+AGENTS = Route("/agents?api=aec", ({"type": "reset", "data": {"seed": 0}},),
+               replies("observation", "state", "render", "mcp"))
+MCP = Route("/mcp", (), check_jsonrpc_request, None)
+
+
+class Fuzzer:
+    """One fuzzing connection to a route, reconnecting whenever the server closes it."""
+
+    def __init__(self, url: str, binary: bool, route: Route = WS) -> None:
+        self.url = url.replace("http://", "ws://") + route.path
         self.binary = binary
+        self.route = route
         self.sock = None
         self.closes = 0
 
@@ -57,12 +182,18 @@ class Fuzzer:
             self.sock = connect(self.url, compression=None, open_timeout=10,
                                 subprotocols=[MSGPACK_SUBPROTOCOL] if self.binary else None,
                                 max_size=None).__enter__()
-            self.sock.send(self._encode({"type": "reset"}))
-            self.sock.recv(timeout=10)
+            for message in self.route.opening:
+                self.sock.send(self._encode(message))
+                reply = self._decode(self.sock.recv(timeout=10))
+                assert reply.get("type") != "error", reply
         return self.sock
 
     def _encode(self, message):
         return msgpack.packb(message) if self.binary else json.dumps(message)
+
+    @staticmethod
+    def _decode(reply):
+        return READER.decode(reply) if isinstance(reply, bytes) else json.loads(reply)
 
     def send_frame(self, frame, message=None) -> None:
         """Send ``frame`` (whose decoded content is ``message``, when known) and
@@ -70,30 +201,23 @@ class Fuzzer:
         sock = self._open()
         try:
             sock.send(frame)
-            if isinstance(frame, (str, bytes)) and frame in ('{"type":"close"}', msgpack.packb({"type": "close"})):
-                raise ConnectionClosed(None, None)
             reply = sock.recv(timeout=10)
         except ConnectionClosed:
             assert sock.close_code in (1000, 1009, None), sock.close_code
             self.sock = None
             self.closes += 1
             return
-        decoded = READER.decode(reply) if isinstance(reply, bytes) else json.loads(reply)
-        assert decoded["type"] in ("observation", "state", "error", "mcp", "render"), decoded
-        if decoded["type"] == "observation":
-            check_observation(decoded["data"], message)
-        elif decoded["type"] == "state":
-            check_state(decoded["data"])
-        elif decoded["type"] == "error":
-            assert decoded["data"]["code"] in CODES and decoded["data"]["message"]
-            if decoded["data"]["code"] in ("SESSION_ERROR", "CAPACITY_REACHED", "FACTORY_ERROR"):
-                with pytest.raises(ConnectionClosed):
-                    sock.recv(timeout=10)
-                self.sock = None
+        reply = self._decode(reply)
+        self.route.check_envelope(reply, message)
+        if self.route.check(reply, message):  # the server closes next
+            with pytest.raises(ConnectionClosed):
+                sock.recv(timeout=10)
+            self.sock = None
 
     def close(self) -> None:
         if self.sock is not None:
             self.sock.close()
+            self.sock = None
 
 
 CARTPOLE = gym.make("CartPole-v1")
@@ -129,35 +253,15 @@ def check_state(data) -> None:
     assert data["episode_id"] is None or isinstance(data["episode_id"], str), data
 
 
-@pytest.fixture(scope="module")
-def fuzz_url():
-    with openenv_gym.local_server("CartPole-v1", limits=Limits(max_frame_bytes=FRAME_LIMIT)) as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def healthy_session(fuzz_url):
-    """A session stepping through a seeded episode during all the fuzzing."""
+@contextlib.contextmanager
+def playing_beside(play: Callable[[str, threading.Event], None], url: str) -> Iterator[list[BaseException]]:
+    """Run ``play(url, stop)`` in a thread for the ``with`` block; it must not fail."""
     errors: list[BaseException] = []
     stop = threading.Event()
 
     def run() -> None:
         try:
-            local = gym.make("CartPole-v1")
-            with openenv_gym.RemoteEnv(fuzz_url) as remote:
-                seed = 0
-                while not stop.is_set() and seed < 10_000:
-                    local_obs, _ = local.reset(seed=seed)
-                    remote_obs, _ = remote.reset(seed=seed)
-                    assert (local_obs == remote_obs).all()
-                    for step in range(500):
-                        action = (seed + step) % 2
-                        a = local.step(action)
-                        b = remote.step(action)
-                        assert (a[0] == b[0]).all() and a[1:4] == b[1:4], (seed, step)
-                        if a[2] or a[3]:
-                            break
-                    seed += 1
+            play(url, stop)
         except BaseException as exc:  # noqa: BLE001 - reported by the test
             errors.append(exc)
 
@@ -168,6 +272,78 @@ def healthy_session(fuzz_url):
     thread.join(30)
     assert not thread.is_alive()
     assert not errors, errors
+
+
+def play_cartpole(url: str, stop: threading.Event) -> None:
+    """Seeded CartPole episodes, each step the same as a local env's."""
+    local = gym.make("CartPole-v1")
+    with openenv_gym.RemoteEnv(url) as remote:
+        seed = 0
+        while not stop.is_set() and seed < 10_000:
+            local_obs, _ = local.reset(seed=seed)
+            remote_obs, _ = remote.reset(seed=seed)
+            assert (local_obs == remote_obs).all()
+            for step in range(500):
+                action = (seed + step) % 2
+                a = local.step(action)
+                b = remote.step(action)
+                assert (a[0] == b[0]).all() and a[1:4] == b[1:4], (seed, step)
+                if a[2] or a[3]:
+                    break
+            seed += 1
+
+
+def play_tictactoe(url: str, stop: threading.Event) -> None:
+    """Seeded games of random legal moves, each turn the same as a local game's."""
+    from pettingzoo.classic import tictactoe_v3
+
+    local, remote = tictactoe_v3.env(), openenv_gym.RemoteAECEnv(url)
+    try:
+        seed = 0
+        while not stop.is_set() and seed < 10_000:
+            local.reset(seed=seed)
+            remote.reset(seed=seed)
+            moves = random.Random(seed)
+            for agent in local.agent_iter():
+                obs, reward, terminated, truncated, _ = local.last()
+                remote_obs, *remote_rest = remote.last()
+                assert remote.agent_selection == agent, (seed, agent)
+                assert (remote_obs["observation"] == obs["observation"]).all(), (seed, agent)
+                assert remote_rest[:3] == [reward, terminated, truncated], (seed, agent)
+                legal = np.flatnonzero(obs["action_mask"]).tolist()
+                action = None if terminated or truncated else moves.choice(legal)
+                local.step(action)
+                remote.step(action)
+            seed += 1
+    finally:
+        remote.close()
+
+
+@pytest.fixture(scope="module")
+def fuzz_url():
+    with openenv_gym.local_server("CartPole-v1", limits=Limits(max_frame_bytes=FRAME_LIMIT)) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def healthy_session(fuzz_url):
+    """A session stepping through seeded episodes during all the fuzzing."""
+    with playing_beside(play_cartpole, fuzz_url) as errors:
+        yield errors
+
+
+@pytest.fixture(scope="module")
+def game_url():
+    pytest.importorskip("pettingzoo")
+    with openenv_gym.local_server("pettingzoo.classic.tictactoe_v3", limits=Limits(max_frame_bytes=FRAME_LIMIT)) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def healthy_game(game_url):
+    """Games of tic-tac-toe played during the fuzzing of ``/agents``."""
+    with playing_beside(play_tictactoe, game_url) as errors:
+        yield errors
 
 
 FUZZ = settings(max_examples=250, deadline=None, suppress_health_check=list(HealthCheck))
@@ -237,3 +413,189 @@ def test_oversize_frames_are_refused_and_the_server_stays_up(fuzz_url, healthy_s
     fuzzer.send_frame(msgpack.packb({"type": "state"}) if binary else '{"type":"state"}')
     fuzzer.close()
     assert not healthy_session
+
+
+# -- every other route -------------------------------------------------------------------
+
+ROUTE_FUZZ = settings(FUZZ, max_examples=60)
+
+#: Bodies and frames at the limits: empty, a BOM, huge numbers, deep nesting, more items
+#: than ``Limits.max_items``, over the size limit.
+SPECIAL = [
+    b"", b"null", b"[]", b"\xef\xbb\xbf{}", b"{", b'{"seed": 1e400}', b'{"seed": ' + b"9" * 5_000 + b"}",
+    b"[" * 100 + b"]" * 100, b'{"action": {"action": ' + b"[" * 100 + b"]" * 100 + b"}}",
+    b"[" + b"0," * 100_000 + b"0]",
+    b'{"pad": "' + b"x" * FRAME_LIMIT + b'"}',
+]
+
+
+def as_json(value) -> bytes:
+    return json.dumps(value).encode()
+
+
+bodies = st.one_of(
+    st.binary(max_size=300),
+    json_values.map(as_json),
+    st.dictionaries(st.sampled_from(["seed", "episode_id", "low", "high", "options", "x"]), json_values).map(as_json),
+    st.fixed_dictionaries({"action": json_values | st.dictionaries(st.sampled_from(["action", "x"]), json_values)},
+                          optional={"seed": json_values}).map(as_json),
+    st.sampled_from(SPECIAL),
+)
+jsonrpc_requests = st.fixed_dictionaries(
+    {"jsonrpc": st.sampled_from(["2.0", "1.0", 2]),
+     "method": st.sampled_from(["tools/list", "tools/call", "openenv/session/create", "x"]) | json_values},
+    optional={"id": json_values, "params": json_values},
+)
+#: Names for ``/vector``'s call, get_attr and set_attr: public and private attributes, methods.
+VECTOR_NAMES = ["spec", "render_mode", "metadata", "action_space", "close", "reset", "step", "get_wrapper_attr",
+                "set_wrapper_attr", "has_wrapper_attr", "_np_random", "__class__", "x"]
+vector_names = st.sampled_from(VECTOR_NAMES) | json_values
+vector_messages = st.one_of(
+    st.fixed_dictionaries({"type": st.sampled_from(["reset", "step", "call", "get_attr", "set_attr", "render",
+                                                    "close", "vector_open", "x"])}, optional={"data": json_values}),
+    st.fixed_dictionaries({"type": st.just("step"),
+                           "data": st.fixed_dictionaries({"actions": json_values | st.lists(st.integers(-1, 2))})}),
+    st.fixed_dictionaries({"type": st.just("reset"), "data": st.fixed_dictionaries({}, optional={
+        "seed": json_values | st.lists(st.integers(-1, 5) | st.none(), max_size=3),
+        "options": json_values | st.fixed_dictionaries({"reset_mask": json_values | st.lists(st.booleans())}),
+    })}),
+    st.fixed_dictionaries({"type": st.sampled_from(["call", "get_attr", "set_attr"]),
+                           "data": st.fixed_dictionaries({"name": vector_names}, optional={
+                               "args": json_values | st.lists(vector_names, max_size=2), "kwargs": json_values,
+                               "values": json_values})}),
+    json_values,
+)
+vector_openings = st.fixed_dictionaries(
+    {"type": st.sampled_from(["vector_open", "reset", "x"])},
+    optional={"data": json_values | st.fixed_dictionaries({}, optional={
+        "num_envs": st.integers(-2, 6) | st.integers(2**8, 2**70) | json_values,
+        "autoreset_mode": st.sampled_from(["NextStep", "SameStep", "Disabled", "same_step", "x"]) | json_values,
+    })},
+) | json_values
+agents_messages = st.one_of(
+    st.fixed_dictionaries({"type": st.sampled_from(["reset", "step", "state", "render", "mcp", "close", "x"])},
+                          optional={"data": json_values}),
+    st.fixed_dictionaries({"type": st.just("step"),
+                           "data": st.fixed_dictionaries({"action": st.none() | st.integers(-2, 10) | json_values})}),
+    st.fixed_dictionaries({"type": st.just("step"), "data": st.fixed_dictionaries({"actions": json_values})}),
+    st.fixed_dictionaries({"type": st.just("reset"),
+                           "data": st.dictionaries(st.sampled_from(["seed", "episode_id", "x"]), json_values)}),
+    json_values,
+)
+
+
+def pack(message, binary: bool):
+    return msgpack.packb(message, unicode_errors="surrogatepass") if binary else json.dumps(message)
+
+
+def post(url: str, path: str, body: bytes) -> tuple[int, Any]:
+    """``POST path`` with ``body``: the status and the answer, which must be JSON."""
+    address = urllib.parse.urlsplit(url)
+    connection = http.client.HTTPConnection(address.hostname, address.port, timeout=10)
+    try:
+        connection.request("POST", path, body=body, headers={"Content-Type": "application/json"})
+        response = connection.getresponse()
+        return response.status, json.loads(response.read())
+    finally:
+        connection.close()
+
+
+def as_json_value(body: bytes):
+    """What a body says as JSON (UTF-8, as the protocol has it), or :data:`NOT_JSON`."""
+    try:
+        return json.loads(body.decode("utf-8"))
+    except ValueError:  # UnicodeDecodeError and JSONDecodeError alike
+        return NOT_JSON
+
+
+def check_http(path: str, body: bytes, status: int, answer) -> None:
+    """A reply (a JSON-RPC response on ``/mcp``, else CartPole's observation), or an HTTP
+    4xx with a JSON detail; a 500 only for the env's own failure, with its code. A body
+    over the size limit is a 413, one that is not JSON a 422 INVALID_JSON (on ``/mcp``,
+    a JSON-RPC parse error)."""
+    value = as_json_value(body) if body.strip() else {}
+    if len(body) > FRAME_LIMIT:
+        assert status == 413 and answer["code"] == "INVALID_JSON", (status, answer)
+        return
+    if path == "/mcp":
+        assert status == 200, (status, answer)
+        check_jsonrpc_request(answer, value)
+        return
+    if status == 200:  # a body the server took is JSON; on /step its action was legal
+        check_observation(answer, {"type": "step", "data": value["action"]} if path == "/step" else None)
+        return
+    assert isinstance(answer, dict) and answer.get("detail"), (status, answer)
+    assert "The server failed" not in json.dumps(answer["detail"]), (status, answer)
+    if "code" in answer:
+        assert answer["code"] in CODES, (status, answer)
+    if value is NOT_JSON:
+        assert status == 422 and answer["code"] == "INVALID_JSON", (status, answer)
+    assert 400 <= status < 500 or (status == 500 and answer.get("code") == "EXECUTION_ERROR"), (status, answer)
+
+
+@pytest.mark.parametrize("path", ["/reset", "/step", "/mcp"])
+def test_http_bodies(fuzz_url, healthy_session, path):
+    @ROUTE_FUZZ
+    @given(bodies | jsonrpc_requests.map(as_json) if path == "/mcp" else bodies)
+    def run(body):
+        status, answer = post(fuzz_url, path, body)
+        check_http(path, body, status, answer)
+
+    run()
+    assert not healthy_session
+
+
+def test_websocket_mcp(fuzz_url, healthy_session):
+    fuzzer = Fuzzer(fuzz_url, binary=False, route=MCP)
+
+    @ROUTE_FUZZ
+    @given(jsonrpc_requests.map(json.dumps) | json_values.map(json.dumps) | st.text(max_size=100)
+           | st.sampled_from(SPECIAL).map(bytes.decode) | st.binary(max_size=50))
+    def run(frame):
+        fuzzer.send_frame(frame, as_json_value(frame.encode("utf-8")) if isinstance(frame, str) else None)
+
+    run()
+    fuzzer.close()
+    assert not healthy_session
+
+
+def test_vector_openings(fuzz_url, healthy_session):
+    fuzzer = Fuzzer(fuzz_url, binary=False, route=VECTOR_OPEN)
+
+    @ROUTE_FUZZ
+    @given(vector_openings)
+    def run(message):
+        fuzzer.send_frame(json.dumps(message), message)
+        fuzzer.close()  # the next example opens a session of its own
+
+    run()
+    assert not healthy_session
+
+
+@pytest.mark.parametrize("binary", [False, True], ids=["json", "msgpack"])
+def test_vector_messages(fuzz_url, healthy_session, binary):
+    fuzzer = Fuzzer(fuzz_url, binary, route=VECTOR)
+
+    @ROUTE_FUZZ
+    @given(vector_messages)
+    def run(message):
+        fuzzer.send_frame(pack(message, binary), message)
+
+    run()
+    fuzzer.close()
+    assert not healthy_session
+
+
+@pytest.mark.parametrize("binary", [False, True], ids=["json", "msgpack"])
+def test_agents_messages(game_url, healthy_game, binary):
+    fuzzer = Fuzzer(game_url, binary, route=AGENTS)
+
+    @ROUTE_FUZZ
+    @given(agents_messages.map(lambda message: (pack(message, binary), message))
+           | st.binary(max_size=100).map(lambda data: (data if binary else data.decode("latin-1"), None)))
+    def run(frame_and_message):
+        fuzzer.send_frame(*frame_and_message)
+
+    run()
+    fuzzer.close()
+    assert not healthy_game

@@ -465,6 +465,59 @@ def test_frames_of_a_million_objects_are_refused_before_they_stall_the_loop():
             env.reset(seed=0)
 
 
+def test_frames_of_many_small_arrays_are_refused_early_and_never_echoed_whole():
+    """Finding 6, measured by benchmarks/reliability_probes.py: frames of 99,999 0-d arrays
+    (then within the items limit) held the event loop for seconds each, decoding the arrays
+    and writing every one back as the error's ``input``. Arrays have their own, lower
+    limit, and a refused value is described, not echoed."""
+    import msgpack
+    import numpy as np
+    from websockets.sync.client import connect
+
+    from openenv_gym.protocol import MSGPACK_SUBPROTOCOL, Limits
+    from openenv_gym.protocol.codecs import EXT_NUMPY_SCALAR, _pack_array
+
+    scalar = msgpack.ExtType(EXT_NUMPY_SCALAR, _pack_array(np.asarray(np.float32(0.5))))
+    limit = Limits().max_arrays
+    with openenv_gym.local_server("CartPole-v1") as url:
+        ws_url = url.replace("http://", "ws://") + "/ws"
+        with connect(ws_url, subprotocols=[MSGPACK_SUBPROTOCOL], max_size=None) as ws:
+            ws.send(msgpack.packb({"type": "step", "data": {"action": [scalar] * (limit + 1)}}))
+            reply = msgpack.unpackb(ws.recv(10))
+            assert reply["data"]["code"] == "INVALID_JSON", reply
+            assert f"limit of {limit} items that are arrays" in reply["data"]["message"]
+            ws.send(msgpack.packb({"type": "reset", "data": {}}))
+            ws.recv(10)
+            ws.send(msgpack.packb({"type": "step", "data": {"action": [scalar] * limit}}))
+            reply = msgpack.unpackb(ws.recv(10))
+            assert reply["data"]["code"] == "VALIDATION_ERROR", reply
+            echoed = reply["data"]["errors"][0]["input"]
+            assert isinstance(echoed, str) and echoed.startswith("list holding more than 1000 items"), echoed
+            assert len(msgpack.packb(reply)) < 2000
+        with openenv_gym.RemoteEnv(url) as env:  # the server is fine
+            env.reset(seed=0)
+
+
+def test_an_error_about_a_long_value_describes_only_its_start():
+    """Finding 6, measured by benchmarks/reliability_probes.py: a 0.9 MiB frame of 99,999
+    0-d arrays (within ``max_items``) as CartPole's action took seconds to refuse, as
+    the error message wrote the repr of every array before cutting it short."""
+    from gymnasium import spaces as gs
+
+    from openenv_gym import spaces
+
+    described = []
+
+    class Item:
+        def __repr__(self) -> str:
+            described.append(self)
+            return "Item()"
+
+    with pytest.raises(spaces.SpaceValueError, match=r"got list \[Item\(\), Item\(\)"):
+        spaces.decode(gs.Discrete(2), [Item()] * 99_999)
+    assert len(described) < 10
+
+
 # -- finding 4: an env that hangs after it proved fast ------------------------------------
 
 

@@ -118,7 +118,9 @@ class ConnectOptions:
         """The limits on what the server sends (only its size: a client trusts its server's
         shapes, and a stock server's large observations are long JSON lists)."""
         size = self.max_message_bytes
-        return Limits(max_frame_bytes=size, max_array_bytes=size, max_container_len=size, max_items=size)
+        return Limits(
+            max_frame_bytes=size, max_array_bytes=size, max_container_len=size, max_items=size, max_arrays=size
+        )
 
     @property
     def subprotocols(self) -> tuple[str, ...]:

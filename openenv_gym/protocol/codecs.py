@@ -62,6 +62,7 @@ from .frames import (
     check_shape,
     check_size,
     too_deep,
+    too_many_arrays,
     too_many_items,
 )
 from .hints import ARRAY_DTYPES, apply_type_hints, jsonable, number_hint, type_hints
@@ -361,8 +362,8 @@ class MsgpackCodec(Codec):
 
     def _ext_hook(self, code: int, payload: bytes) -> Any:
         self._ext_objects += 1
-        if self._ext_objects > self.limits.max_items:
-            raise too_many_items(self.limits)
+        if self._ext_objects > self.limits.max_arrays:
+            raise too_many_arrays(self.limits)
         if code == EXT_NDARRAY:
             return _unpack_array(payload, self.limits, self._known_headers)
         if code == EXT_NUMPY_SCALAR:

@@ -65,10 +65,11 @@ class Limits:
     ``max_frame_bytes`` matches the OpenEnv reference server (uvicorn's 16 MiB).
     ``max_array_bytes`` bounds one decoded array; ``max_depth`` the nesting of
     lists and maps; ``max_container_len`` the length of any one list or map;
-    ``max_items`` the objects one frame decodes into where each costs real time
-    (the items of JSON containers, msgpack's ndarrays, numpy scalars and
-    tuples): a small frame of a million of them would hold the event loop for
-    a second.
+    ``max_items`` the items of JSON containers one frame decodes into: a small
+    frame of a million of them would hold the event loop for a second;
+    ``max_arrays`` the msgpack ndarrays, numpy scalars and tuples one frame
+    decodes into, each of which costs microseconds where a JSON item costs
+    nanoseconds: 100,000 of them held the loop for seconds on a busy machine.
     """
 
     max_frame_bytes: int = 16 * 1024 * 1024
@@ -76,6 +77,7 @@ class Limits:
     max_depth: int = 64
     max_container_len: int = 1_000_000
     max_items: int = 100_000
+    max_arrays: int = 10_000
 
 
 def too_deep(limits: Limits) -> ProtocolError:
@@ -87,6 +89,14 @@ def too_deep(limits: Limits) -> ProtocolError:
 def too_many_items(limits: Limits) -> ProtocolError:
     return ProtocolError(
         ErrorCode.INVALID_JSON, f"Message holds more than the limit of {limits.max_items} items"
+    )
+
+
+def too_many_arrays(limits: Limits) -> ProtocolError:
+    return ProtocolError(
+        ErrorCode.INVALID_JSON,
+        f"Message holds more than the limit of {limits.max_arrays} items that are arrays, numpy "
+        f"scalars or tuples: batch values into fewer, larger arrays",
     )
 
 

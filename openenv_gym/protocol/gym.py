@@ -35,6 +35,7 @@ import numpy as np
 
 from .. import spaces
 from ..errors import ErrorCode, ProtocolError
+from ..spaces._common import short_repr
 from .codecs import Codec
 from .hints import jsonable
 from .messages import Observation, RenderReply, Step, check_fields, validation_error
@@ -104,7 +105,7 @@ def read_value(codec: Codec, space: gym.Space, data: Any, hints: Any, loc: list)
     except spaces.SpaceValueError as exc:
         raise validation_error(loc, str(exc), data) from exc
     if not spaces.contains(space, value):
-        raise validation_error(loc, f"Action {_short(data)} is not in the action space {space}", data)
+        raise validation_error(loc, f"Action {short_repr(data, 120)} is not in the action space {space}", data)
     return value
 
 
@@ -180,7 +181,3 @@ def render_reply(codec: Codec, render_mode: str | None, frame: Any) -> RenderRep
         return RenderReply(render_mode, [codec.pack_array(f) for f in frame], frame[0].dtype.str)
     return RenderReply(render_mode, jsonable(frame))
 
-
-def _short(value: Any, limit: int = 120) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[:limit] + "..."

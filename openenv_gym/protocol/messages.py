@@ -35,6 +35,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..errors import CLOSING_ERRORS, ErrorCode, ProtocolError, remote_error
+from ..spaces._common import short_repr
 from .hints import jsonable
 
 __all__ = [
@@ -66,6 +67,11 @@ __all__ = [
 #: Top-level ``/schema`` key describing the openenv-gym extensions a server offers.
 EXTENSION_KEY = "x-openenv-gym"
 
+#: An error echoes a wrong value as its ``input`` (as pydantic does) up to this many
+#: items (of lists and maps, elements of arrays, at any depth); a larger one is
+#: described instead, so a refused frame is not written back whole.
+MAX_ECHOED_ITEMS = 1_000
+
 
 class Data(enum.Enum):
     """What a message type says about its ``data`` key."""
@@ -80,7 +86,34 @@ class Data(enum.Enum):
 
 def error_entry(loc: list, msg: str, value: Any, kind: str = "value_error") -> dict[str, Any]:
     """One pydantic-style entry of a VALIDATION_ERROR's ``errors``: what is wrong at ``loc``."""
-    return {"type": kind, "loc": loc, "msg": msg, "input": jsonable(value)}
+    return {"type": kind, "loc": loc, "msg": msg, "input": _echoed(value)}
+
+
+def _echoed(value: Any) -> Any:
+    """``value`` as JSON, or a short description of it when it holds more than
+    :data:`MAX_ECHOED_ITEMS` items.
+
+        >>> _echoed([1, 2])
+        [1, 2]
+        >>> _echoed({"action": [0] * 5000})
+        "dict holding more than 1000 items: {'action': [0, 0, 0, 0, 0, 0, ...]}"
+    """
+    count, pending = 0, [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, np.ndarray):
+            count += item.size
+        elif isinstance(item, Mapping):
+            count += len(item)
+            if count <= MAX_ECHOED_ITEMS:
+                pending.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            count += len(item)
+            if count <= MAX_ECHOED_ITEMS:
+                pending.extend(item)
+        if count > MAX_ECHOED_ITEMS:
+            return f"{type(value).__name__} holding more than {MAX_ECHOED_ITEMS} items: {short_repr(value, 80)}"
+    return jsonable(value)
 
 
 def validation_error(loc: list, msg: str, value: Any, kind: str = "value_error") -> ProtocolError:
@@ -261,7 +294,7 @@ def parse_message(
     kind = message.get("type")
     cls = table.get(kind) if isinstance(kind, str) else None
     if cls is None:
-        shown = kind if isinstance(kind, str) else ("" if kind is None else repr(kind))
+        shown = kind if isinstance(kind, str) else ("" if kind is None else short_repr(kind, 120))
         hint = f" (expected {', '.join(sorted(table))})" if expected else ""
         raise ProtocolError(ErrorCode.UNKNOWN_TYPE, f"Unknown message type: {shown}{hint}")
     rule = cls.data

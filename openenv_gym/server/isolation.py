@@ -42,7 +42,8 @@ __all__ = ["ProcessEnv", "EnvCrashed"]
 
 #: Limits on what a child sends back (its env is not trusted to stay small).
 _FROM_CHILD = Limits(
-    max_frame_bytes=256 << 20, max_array_bytes=256 << 20, max_container_len=1 << 24, max_items=1 << 24
+    max_frame_bytes=256 << 20, max_array_bytes=256 << 20, max_container_len=1 << 24, max_items=1 << 24,
+    max_arrays=1 << 24,
 )
 
 
@@ -175,7 +176,9 @@ class _Methods:
 
 def _child_main(conn: Connection, factory: Callable[[], Any]) -> None:
     """The child: build the env with the server's factory, then answer calls until closed."""
-    codec = MsgpackCodec(Limits(max_frame_bytes=1 << 30, max_array_bytes=1 << 30, max_items=1 << 24))
+    codec = MsgpackCodec(
+        Limits(max_frame_bytes=1 << 30, max_array_bytes=1 << 30, max_items=1 << 24, max_arrays=1 << 24)
+    )
     env = factory()
     while True:
         try:

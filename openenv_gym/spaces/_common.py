@@ -11,6 +11,7 @@ in the notation of :func:`_key_path`, so a user finds it in a deeply nested spac
 from __future__ import annotations
 
 import json
+import reprlib
 from collections.abc import Iterable
 from typing import Any
 
@@ -46,14 +47,23 @@ def _key_path(path: str, key: Any) -> str:
     return f"{path}[{key!r}]"
 
 
+#: Writes the start of a value's repr only: a list of 100,000 items (a small msgpack
+#: frame of 0-d arrays) must not cost seconds to describe in an error message.
+_SHORT_REPR = reprlib.Repr()
+_SHORT_REPR.maxstring = _SHORT_REPR.maxlong = _SHORT_REPR.maxother = 40
+
+
+def short_repr(x: Any, limit: int = 40) -> str:
+    """The repr of ``x`` cut to ``limit`` characters, at a cost that does not grow with ``x``."""
+    r = _SHORT_REPR.repr(x)
+    return r if len(r) <= limit else r[: limit - 3] + "..."
+
+
 def _what(x: Any) -> str:
     """Short description of a value for error messages: its type and a truncated repr."""
     if isinstance(x, np.ndarray):
         return f"ndarray of dtype {x.dtype} and shape {x.shape}"
-    r = repr(x)
-    if len(r) > 40:
-        r = r[:37] + "..."
-    return f"{type(x).__name__} {r}"
+    return f"{type(x).__name__} {short_repr(x)}"
 
 
 def _short_list(items: Iterable[Any], limit: int = 10) -> str:
