@@ -11,8 +11,8 @@ Serves FrozenLake-v1 (4x4, not slippery) once with openenv-gym on 127.0.0.1. The
    ``openenv_gym.trl.environment_factory(url)``: the model calls ``act(action)`` with
    ``left``/``down``/``right``/``up`` and the env's reward is the GRPO reward. No model
    hub is reachable here, so the model is ``tiny_chat_model()`` (a random 2-layer Qwen2
-   built in code), first taught by a short supervised warm start to write a tool call (a
-   random direction each time, so it learns the format, not the way); printed per GRPO
+   built in code), first taught by a short supervised warm start to write a tool call
+   (each direction alike, so it learns the format, not the way); printed per GRPO
    step: the mean episode return, tool calls per rollout and the share that failed.
 
 A tiny model learns little in a few GRPO steps: the point of part 2 is the pipeline
@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import time
 
 import gymnasium as gym
@@ -57,23 +56,20 @@ def ppo(url: str, steps: int) -> None:
 
 
 def warm_start(model, tokenizer, env, steps: int) -> None:
-    """Supervised steps on one turn: the end of the first prompt, then a tool call of a
-    random direction (the loss on the call alone)."""
+    """Supervised steps on one turn: the first prompt as GRPO shows it (the tools'
+    schemas, the task, the first observation), then a tool call of each direction (the
+    loss on the call alone)."""
     first = env.reset(seed=0)
     prompt = tokenizer.apply_chat_template(
         [{"role": "user", "content": PROMPT + first}], tools=[env.act], add_generation_prompt=True, tokenize=False
     )
-    # The turn's last tokens only (the observation, then the assistant's header): what
-    # comes after them is what is learnt, and the whole prompt (the tools' schemas first)
-    # would make each step five times slower.
-    prompt_ids = tokenizer.encode(prompt)[-256:]
-    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
-    rng = random.Random(0)
+    prompt_ids = tokenizer.encode(prompt)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=5e-3)
     model.train()
     for _ in range(steps):
         batch, labels = [], []
-        for _ in range(8):
-            call = json.dumps({"name": "act", "arguments": {"action": rng.choice(DIRECTIONS)}})
+        for direction in DIRECTIONS:
+            call = json.dumps({"name": "act", "arguments": {"action": direction}})
             call = f"<tool_call>\n{call}\n</tool_call>"
             completion = tokenizer.encode(call + tokenizer.eos_token)
             batch.append(prompt_ids + completion)
@@ -121,7 +117,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="SB3 PPO and TRL GRPO on one served FrozenLake")
     parser.add_argument("--ppo-steps", type=int, default=20_000)
     parser.add_argument("--grpo-steps", type=int, default=6)
-    parser.add_argument("--warm-start-steps", type=int, default=150)
+    parser.add_argument("--warm-start-steps", type=int, default=250)
     parser.add_argument("--output-dir", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "grpo-frozen-lake"))
     args = parser.parse_args()
     torch.set_num_threads(1)
