@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import pkgutil
 import subprocess
 import sys
@@ -57,10 +58,17 @@ def definition(path: str) -> object:
     return getattr(loaded, attribute) if attribute else loaded
 
 
+#: Modules of extras the ``test`` extra leaves out (too heavy for the suite), and the
+#: module each needs.
+OUTSIDE_TEST = {"openenv_gym.trl": "trl", "openenv_gym.skyrl": "skyrl_gym"}
+
+
 def all_modules() -> list[types.ModuleType]:
-    """Every module of the package (each extra is installed where the suite runs)."""
+    """Every module of the package (each extra is installed where the suite runs, but
+    those of :data:`OUTSIDE_TEST` only where they are)."""
     names = [openenv_gym.__name__]
     names += [m.name for m in pkgutil.walk_packages(openenv_gym.__path__, f"{openenv_gym.__name__}.")]
+    names = [n for n in names if n not in OUTSIDE_TEST or importlib.util.find_spec(OUTSIDE_TEST[n])]
     return [importlib.import_module(name) for name in names]
 
 

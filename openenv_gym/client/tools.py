@@ -1,0 +1,390 @@
+"""An env's tools as a language-model trainer calls them: text in, text, reward and done out.
+
+:func:`env_tools` looks at an env once and says which tools it has (:class:`EnvTools`);
+each :meth:`EnvTools.open` gives a :class:`ToolSession`, one env episode after another,
+for one rollout worker. Two kinds of session, one interface:
+
+- :class:`ServerToolSession`: the server's own MCP tools (an openenv-gym server's
+  ``act`` / ``observe`` / ``legal_actions``, an upstream ``MCPEnvironment``'s), called
+  as ``call_tool`` steps on one ``/ws`` session, so every result carries the env's
+  reward and ``done`` and lands on the env the session reset;
+- :class:`ViewToolSession`: for servers without tools (openenv-gym servers of earlier
+  releases, stock OpenEnv servers of named fields) and for local Gymnasium envs, one
+  ``act`` tool made here from the env's :mod:`text view <openenv_gym.text>`: a
+  :class:`~openenv_gym.RemoteEnv` (or the local env) steps, the view writes the text
+  and reads the model's action, refusing an illegal one with a message saying what is
+  legal.
+
+    >>> tools = env_tools("FrozenLake-v1", env_kwargs={"is_slippery": False})
+    >>> tools.name, [tool.name for tool in tools.tools]
+    ('FrozenLake-v1', ['act'])
+    >>> session = tools.open()
+    >>> print(session.reset(seed=0))
+    position: row 0, column 0 (cell 0)
+    map (* = you):
+    *FFF
+    FHFH
+    FFFH
+    HFFG
+    >>> print(session.call("act", {"action": "right"}).text.splitlines()[0])
+    position: row 0, column 1 (cell 1)
+    >>> session.call("act", {"action": "jump"})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    openenv_gym.errors.ToolCallError: invalid_args: cannot read an action from 'jump': ...
+    >>> session.close()
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import gymnasium as gym
+
+from ..errors import (
+    ConnectionClosedError,
+    ExecutionError,
+    OpenEnvGymError,
+    ToolCallError,
+    UnknownTypeError,
+    ValidationError,
+)
+from ..protocol import Observation, Reset, jsonable
+from ..protocol.tools import Tool, ToolResult, call_tool_step, list_tools_step, read_tool_result, read_tools
+from ..text import view_for
+from .connection import get_json, http_url
+from .options import ConnectOptions
+from .remote_env import RemoteEnv
+from .session import RemoteSession
+
+__all__ = [
+    "ToolsFrom", "EnvTools", "ToolSession", "ServerToolSession", "ViewToolSession", "env_tools", "view_session",
+    "outcome",
+]
+
+#: Where tools come from: ``"server"``, the server's own MCP tools; ``"client"``, an
+#: ``act`` tool made here from the env's text view; ``"auto"``, the server's when it
+#: has any, else the client's.
+ToolsFrom = Literal["auto", "server", "client"]
+
+#: The observation fields that are not what the env shows (left out of a reset's text).
+_NOT_SHOWN = ("reward", "done")
+_URL = re.compile(r"^[\w.-]+:\d+(/.*)?$|^\[[0-9a-fA-F:.]+\]:\d+(/.*)?$")
+
+
+def outcome(reward: float, done: bool) -> str:
+    """The line after an observation's text that says what the step brought.
+
+        >>> outcome(1.0, True)
+        'Reward: 1. The episode is over.'
+    """
+    return f"Reward: {reward:g}. " + ("The episode is over." if done else "The episode continues.")
+
+
+class ToolSession:
+    """One env, one episode at a time, driven through tools.
+
+    :meth:`reset` starts an episode and returns its first observation as text;
+    :meth:`call` calls one tool and returns a :class:`~openenv_gym.protocol.tools.ToolResult`
+    (its text, the env's reward for the step and whether the episode is over) or raises
+    :class:`~openenv_gym.errors.ToolCallError` (a ``ValueError``) with a message for the
+    model.
+    """
+
+    def reset(self, seed: int | None = None, options: Mapping[str, Any] | None = None) -> str:
+        raise NotImplementedError
+
+    def call(self, name: str, arguments: Mapping[str, Any]) -> ToolResult:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+
+class ServerToolSession(ToolSession):
+    """The server's MCP tools, called as ``call_tool`` steps on one ``/ws`` session.
+
+    The connection opens at the first :meth:`reset` and again at a reset after it was
+    lost. A reset's text is the observation's ``text`` field where the server sends one,
+    else what the server's ``observe`` tool says, else the observation as JSON.
+    """
+
+    def __init__(self, base_url: str, options: ConnectOptions, tools: list[Tool]) -> None:
+        self.base_url = base_url
+        self.options = options
+        self.tools = tools
+        self._observe = any(tool.name == "observe" and not tool.input_schema.get("required") for tool in tools)
+        self._session: RemoteSession | None = None
+
+    def reset(self, seed: int | None = None, options: Mapping[str, Any] | None = None) -> str:
+        if self._session is None or self._session.connection.closed:
+            self._session = RemoteSession(self.base_url, self.options)
+        reply = _observation(self._session.request(Reset(seed, options=dict(options) if options else None)))
+        text = reply.observation.get("text")
+        if isinstance(text, str):
+            return text
+        if self._observe:
+            return self.call("observe", {}).text
+        shown = {k: v for k, v in reply.observation.items() if k not in _NOT_SHOWN and not _empty(v)}
+        return json.dumps(jsonable(shown))
+
+    def call(self, name: str, arguments: Mapping[str, Any]) -> ToolResult:
+        if self._session is None or self._session.connection.closed:
+            raise OpenEnvGymError("no episode is running on this session: call reset() first")
+        return read_tool_result(_observation(self._session.request(call_tool_step(name, arguments))))
+
+    def close(self) -> None:
+        session, self._session = self._session, None
+        if session is not None:
+            session.close()
+
+
+class ViewToolSession(ToolSession):
+    """An ``act`` tool made here, over a Gymnasium env and its text view.
+
+    ``make_env`` makes the env (a :class:`~openenv_gym.RemoteEnv` of a server, or a local
+    env) at the first :meth:`reset`; ``view`` is passed to
+    :func:`~openenv_gym.text.view_for` with it (``None``: the env's own view). An action
+    the view cannot read, or that is not legal now, never reaches the env: it is a
+    :class:`~openenv_gym.errors.ToolCallError` with the view's message.
+    """
+
+    def __init__(self, make_env: Callable[[], gym.Env], view: Any = None) -> None:
+        self.make_env = make_env
+        self.view_source = view
+        self.env: gym.Env | None = None
+        self.view: Any = None
+        self.tools: list[Tool] = []
+        self._fields = False
+
+    def _open(self) -> gym.Env:
+        if self.env is None:
+            env = self.make_env()
+            try:
+                self.view = view_for(env, self.view_source)
+                act, self._fields = act_tool(self.view)
+            except BaseException:
+                env.close()
+                raise
+            self.env, self.tools = env, [act]
+        return self.env
+
+    def reset(self, seed: int | None = None, options: Mapping[str, Any] | None = None) -> str:
+        env = self._open()
+        obs, info = env.reset(seed=seed, options=dict(options) if options else None)
+        return self.view.obs_to_text(obs, info)
+
+    def call(self, name: str, arguments: Mapping[str, Any]) -> ToolResult:
+        if self.env is None:
+            raise OpenEnvGymError("no episode is running on this session: call reset() first")
+        if name != "act":
+            raise ToolCallError(f"Unknown tool: {name!r} (the one tool is 'act')", error_type="tool_not_found")
+        if not self._fields and set(arguments) != {"action"}:
+            raise ToolCallError(
+                f"act takes one argument, 'action'; got {sorted(arguments) or 'none'}", error_type="invalid_args"
+            )
+        return self.act(dict(arguments) if self._fields else arguments["action"])
+
+    def act(self, reply: Any) -> ToolResult:
+        """Step with the action ``reply`` says: a model's whole reply (a bare value, JSON,
+        fenced JSON, ``<action>...</action>``, as :mod:`openenv_gym.text` reads them) or
+        the action's value.
+
+        Raises:
+            ToolCallError: ``reply`` holds no action the view can read, or one that is
+                not legal now (``invalid_args``); the env was not stepped.
+        """
+        if self.env is None:
+            raise OpenEnvGymError("no episode is running on this session: call reset() first")
+        try:
+            action = self.view.parse_action(reply)
+        except ValueError as exc:
+            raise ToolCallError(str(exc), error_type="invalid_args") from exc
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        done = bool(terminated or truncated)
+        text = f"{self.view.obs_to_text(obs, info)}\n{outcome(float(reward), done)}"
+        return ToolResult(text, float(reward), done)
+
+    def close(self) -> None:
+        env, self.env = self.env, None
+        if env is not None:
+            env.close()
+
+
+def act_tool(view: Any) -> tuple[Tool, bool]:
+    """The ``act`` tool of a text view, and whether its arguments are the action's own
+    fields (an action that is a JSON object of named fields, as stock OpenEnv servers
+    take) rather than one ``action`` argument."""
+    task = f"{view.task} " if getattr(view, "task", None) else ""
+    description = (
+        f"{task}Take one action in the environment. The reply is what follows: the new observation, "
+        "the reward of the step and whether the episode is over."
+    )
+    schema = view.action_json_schema()
+    properties = schema.get("properties") if schema.get("type") == "object" else None
+    if isinstance(properties, dict) and properties:
+        return Tool("act", description, schema), True
+    argument = {**schema, "description": f"The action: {view.describe_actions()}"}
+    wrapped = {"type": "object", "properties": {"action": argument}, "required": ["action"]}
+    return Tool("act", description, wrapped), False
+
+
+@dataclass(frozen=True)
+class EnvTools:
+    """The tools of one env, and how to open sessions on it.
+
+    ``name`` is the env's id (the server's name for it); ``tools`` what every session
+    offers; ``kind`` where they come from (``"server"`` or ``"client"``).
+    """
+
+    name: str
+    tools: list[Tool]
+    kind: Literal["server", "client"]
+    open: Callable[[], ToolSession]
+
+
+def env_tools(
+    url_or_env: str | Callable[..., gym.Env],
+    *,
+    tools: ToolsFrom = "auto",
+    view: Any = None,
+    env_kwargs: Mapping[str, Any] | None = None,
+    options: ConnectOptions | None = None,
+    **connect: Any,
+) -> EnvTools:
+    """The tools of a served env, or of a local Gymnasium env.
+
+    Args:
+        url_or_env: An OpenEnv server's URL (``http://127.0.0.1:8000``, ``host:port``),
+            or a local Gymnasium env: its id or a function that makes one (each session
+            makes its own).
+        tools: Where the tools come from (:data:`ToolsFrom`). A server's tools are read
+            once here, with a ``list_tools`` step.
+        view: For client-side tools, the text view (or a function making one from the
+            env) given to :func:`~openenv_gym.text.view_for`.
+        env_kwargs: For a local env, the keyword arguments that make it.
+        options, connect: How to connect to a server
+            (:class:`~openenv_gym.client.options.ConnectOptions` and its fields as
+            keywords).
+    """
+    url, options, make_env = _target(url_or_env, env_kwargs, options, connect)
+    if url is not None and options is not None:
+        return _server_tools(url, tools, view, options)
+    if tools == "server":
+        raise ValueError(f"{url_or_env!r} is a local env, which has no server tools: use tools='auto' or 'client'")
+    return _client_tools(make_env, view, None)
+
+
+def view_session(
+    url_or_env: str | Callable[..., gym.Env],
+    *,
+    view: Any = None,
+    env_kwargs: Mapping[str, Any] | None = None,
+    options: ConnectOptions | None = None,
+    **connect: Any,
+) -> ViewToolSession:
+    """A :class:`ViewToolSession` on a served env or a local one (the arguments are
+    :func:`env_tools`'), for trainers that hand over the model's whole reply as the
+    action (:meth:`ViewToolSession.act`) rather than calling tools."""
+    return ViewToolSession(_target(url_or_env, env_kwargs, options, connect)[2], view)
+
+
+def _target(
+    url_or_env: str | Callable[..., gym.Env],
+    env_kwargs: Mapping[str, Any] | None,
+    options: ConnectOptions | None,
+    connect: dict[str, Any],
+) -> tuple[str | None, ConnectOptions | None, Callable[[], gym.Env]]:
+    """A server's URL and connection options (``None`` for a local env), and a function
+    making the env as a Gymnasium env."""
+    if isinstance(url_or_env, str) and _is_url(url_or_env):
+        if env_kwargs:
+            raise TypeError("env_kwargs are for a local env; a server makes its envs itself")
+        url, merged = http_url(url_or_env), ConnectOptions.merge(options, **connect)
+        return url, merged, lambda: RemoteEnv(url, options=merged)
+    if options is not None or connect:
+        raise TypeError("connection options are for a server URL, not a local env")
+    return None, None, _local_factory(url_or_env, dict(env_kwargs or {}))
+
+
+def _server_tools(url: str, tools: ToolsFrom, view: Any, options: ConnectOptions) -> EnvTools:
+    name = _server_name(url, options)
+    listed = _list_tools(url, options) if tools != "client" else None
+    if listed:
+        return EnvTools(name, listed, "server", lambda: ServerToolSession(url, options, listed))
+    if tools == "server":
+        raise OpenEnvGymError(
+            f"{url} offers no MCP tools (it does not answer a list_tools step): use tools='client' for an act "
+            "tool made from its /schema and a text view"
+        )
+    return _client_tools(lambda: RemoteEnv(url, options=options), view, name)
+
+
+def _client_tools(make_env: Callable[[], gym.Env], view: Any, name: str | None) -> EnvTools:
+    probe = ViewToolSession(make_env, view)
+    try:
+        env = probe._open()
+        name = name or getattr(probe.view, "env_id", None) or _local_name(env)
+        listed = probe.tools
+    finally:
+        probe.close()
+    return EnvTools(name, listed, "client", lambda: ViewToolSession(make_env, view))
+
+
+def _list_tools(url: str, options: ConnectOptions) -> list[Tool] | None:
+    """The server's tools, or ``None`` when it answers a ``list_tools`` step with an
+    error (it has none: openenv-gym servers before tools, stock envs of named fields)."""
+    session = RemoteSession(url, options)
+    try:
+        reply = session.request(list_tools_step())
+    except (ValidationError, UnknownTypeError, ExecutionError):
+        return None
+    finally:
+        session.close()
+    return read_tools(reply) if isinstance(reply, Observation) else None
+
+
+def _server_name(url: str, options: ConnectOptions) -> str:
+    """The name a server gives its env on ``/metadata`` (openenv-gym servers: the env id)."""
+    try:
+        metadata = get_json(f"{url}/metadata", headers=options.request_headers, timeout=options.connect_timeout)
+    except ConnectionClosedError:
+        metadata = None
+    name = metadata.get("name") if isinstance(metadata, dict) else None
+    return name if isinstance(name, str) and name else "OpenEnv"
+
+
+def _observation(reply: Any) -> Observation:
+    if not isinstance(reply, Observation):
+        raise OpenEnvGymError(f"the server answered a step with {type(reply).__name__}, not an observation")
+    return reply
+
+
+def _empty(value: Any) -> bool:
+    return value is None or (isinstance(value, dict) and not value)
+
+
+def _is_url(target: str) -> bool:
+    return "://" in target or bool(_URL.match(target))
+
+
+def _local_factory(env: str | Callable[..., gym.Env], env_kwargs: dict[str, Any]) -> Callable[[], gym.Env]:
+    def make() -> gym.Env:
+        made = gym.make(env, **env_kwargs) if isinstance(env, str) else env(**env_kwargs)
+        if not isinstance(made, gym.Env):
+            raise TypeError(
+                f"{env!r} made a {type(made).__name__}, not a Gymnasium env; serve other envs (PettingZoo games "
+                "too) with openenv_gym.local_server and pass its URL"
+            )
+        return made
+
+    return make
+
+
+def _local_name(env: gym.Env) -> str:
+    spec = getattr(env, "spec", None)
+    return spec.id if spec is not None and spec.id else type(env.unwrapped).__name__

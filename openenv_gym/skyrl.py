@@ -1,0 +1,130 @@
+"""SkyRL's text envs on any OpenEnv server (or local Gymnasium env), with no code per env.
+
+:class:`TextEnv` is a ``skyrl_gym`` ``BaseTextEnv``: each turn the model's whole reply
+is read as an action by the env's :mod:`text view <openenv_gym.text>` (a bare value,
+JSON, fenced JSON or ``<action>...</action>`` in free text), the env steps, and the next
+user message is the new observation as text with the step's reward. A reply with no
+action the view can read, or an illegal one, does not step the env: the next message
+says what was wrong and what is legal, and the turn scores 0.
+
+SkyRL makes envs from its registry with ``env_config`` (the run's config for the env)
+and ``extras`` (the dataset row's): the server's URL comes from ``url=`` (registered
+``kwargs``) or ``env_config["url"]``, the episode's seed from ``extras["seed"]``.
+
+    >>> import skyrl_gym
+    >>> skyrl_gym.register("frozen_lake", entry_point="openenv_gym.skyrl:TextEnv",
+    ...                    kwargs={"url": "http://127.0.0.1:8000", "max_turns": 20})  # doctest: +SKIP
+    >>> env = TextEnv(url="FrozenLake-v1", env_kwargs={"is_slippery": False}, extras={"seed": 0})
+    >>> prompt, _ = env.init([{"role": "user", "content": "Reach G."}])
+    >>> print(prompt[-1]["content"])
+    Reach G.
+    <BLANKLINE>
+    position: row 0, column 0 (cell 0)
+    map (* = you):
+    *FFF
+    FHFH
+    FFFH
+    HFFG
+    >>> out = env.step("I will go <action>right</action>")
+    >>> out["reward"], out["done"], out["observations"][0]["content"].splitlines()[0]
+    (0.0, False, 'position: row 0, column 1 (cell 1)')
+    >>> print(env.step("fly")["observations"][0]["content"])  # doctest: +ELLIPSIS
+    That is not an action here: cannot read an action from 'fly': ...
+    >>> env.close()
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import gymnasium as gym
+
+from ._extras import missing_extra
+
+try:
+    from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput
+except ImportError as exc:  # pragma: no cover - depends on the install
+    raise missing_extra(exc, "openenv_gym.skyrl", "skyrl") from exc
+
+from .client.tools import view_session
+from .errors import ToolCallError
+
+__all__ = ["TextEnv"]
+
+
+class TextEnv(BaseTextEnv):
+    """A served (or local) Gymnasium env as SkyRL's ``BaseTextEnv``.
+
+    Args:
+        env_config: SkyRL's config for the env; its ``url`` (and ``max_turns``) are
+            used when not given as keywords.
+        extras: The dataset row's extras; its ``seed`` seeds the episode.
+        url: An OpenEnv server's URL, or a local Gymnasium env (its id, or a function
+            making one).
+        max_turns: The episode ends after this many turns, whatever the env says.
+        view: The text view to use (see :func:`~openenv_gym.text.view_for`).
+        env_kwargs: For a local env, the keyword arguments that make it.
+        connect: How to connect to a server (fields of
+            :class:`~openenv_gym.client.options.ConnectOptions`).
+    """
+
+    def __init__(
+        self,
+        env_config: Mapping[str, Any] | None = None,
+        extras: Mapping[str, Any] | None = None,
+        *,
+        url: str | Callable[..., gym.Env] | None = None,
+        max_turns: int | None = None,
+        view: Any = None,
+        env_kwargs: Mapping[str, Any] | None = None,
+        **connect: Any,
+    ) -> None:
+        super().__init__()
+        config = env_config or {}
+        target = url if url is not None else config.get("url")
+        if target is None:
+            raise TypeError("TextEnv needs the env: url= (a server's URL or a Gymnasium env), or env_config['url']")
+        self.max_turns = int(max_turns if max_turns is not None else config.get("max_turns", 100))
+        seed = (extras or {}).get("seed")
+        self.seed = int(seed) if isinstance(seed, int) else None
+        self.session = view_session(target, view=view, env_kwargs=env_kwargs, **connect)
+        self.episode_return = 0.0
+
+    def init(self, prompt: list[dict[str, str]]) -> tuple[list[dict[str, str]], dict[str, Any]]:
+        """Reset the env; the first observation's text ends the prompt's last user
+        message (or is a user message of its own)."""
+        text = self.session.reset(seed=self.seed)
+        self.turns, self.episode_return = 0, 0.0
+        messages = [dict(message) for message in prompt]
+        if messages and messages[-1].get("role") == "user":
+            messages[-1]["content"] = f"{messages[-1]['content']}\n\n{text}"
+        else:
+            messages.append({"role": "user", "content": text})
+        return messages, {}
+
+    def step(self, action: str) -> BaseTextEnvStepOutput:
+        """One turn: ``action`` is the model's whole reply."""
+        self.turns += 1
+        out_of_turns = self.turns >= self.max_turns
+        try:
+            result = self.session.act(action)
+        except ToolCallError as exc:
+            reply = f"That is not an action here: {exc.message}"
+            return BaseTextEnvStepOutput(
+                observations=[] if out_of_turns else [{"role": "user", "content": reply}],
+                reward=0.0, done=out_of_turns, metadata={"illegal": True},
+            )
+        reward = result.reward or 0.0
+        self.episode_return += reward
+        done = result.done or out_of_turns
+        return BaseTextEnvStepOutput(
+            observations=[] if done else [{"role": "user", "content": result.text}],
+            reward=reward, done=done, metadata={"illegal": False},
+        )
+
+    def get_metrics(self) -> dict[str, Any]:
+        return {"turns": self.turns, "episode_return": self.episode_return}
+
+    def close(self) -> None:
+        self.session.close()

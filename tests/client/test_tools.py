@@ -1,0 +1,107 @@
+"""An env's tools as an LLM trainer calls them (openenv_gym.client.tools), against real
+servers on 127.0.0.1: an upstream ``MCPEnvironment`` with tools of its own, and
+openenv-gym and stock OpenEnv servers through an ``act`` tool made from a text view."""
+
+from __future__ import annotations
+
+import pytest
+from pettingzoo.classic import tictactoe_v3
+
+import openenv_gym
+from openenv_gym.client.tools import env_tools
+from openenv_gym.errors import OpenEnvGymError, ToolCallError
+from tests.conftest import asgi_server
+from tests.upstream_tools import corridor_app
+
+
+@pytest.fixture(scope="module")
+def corridor_url():
+    with asgi_server(corridor_app()) as url:
+        yield url
+
+
+def test_server_tools_are_called_as_steps_that_bring_the_env_reward(corridor_url):
+    tools = env_tools(corridor_url)
+    assert (tools.name, tools.kind) == ("Corridor", "server")
+    assert [tool.name for tool in tools.tools] == ["move", "observe"]
+    move = tools.tools[0]
+    assert move.input_schema["properties"]["direction"]["enum"] == ["left", "right"]
+    session = tools.open()
+    try:
+        # The reset's text is what the observe tool says (the observation has none).
+        assert session.reset(seed=1) == "cell 1 of 0-3; the exit is cell 3"
+        first = session.call("move", {"direction": "right"})
+        assert (first.text, first.reward, first.done) == ("cell 2 of 0-3; the exit is cell 3", 0.0, False)
+        last = session.call("move", {"direction": "right"})
+        assert (last.reward, last.done) == (1.0, True)
+        with pytest.raises(ToolCallError, match="the walk is over") as over:
+            session.call("move", {"direction": "left"})
+        assert over.value.error_type == "execution_error"
+        with pytest.raises(ToolCallError) as unknown:
+            session.call("jump", {})
+        assert unknown.value.error_type == "tool_not_found"
+        with pytest.raises(ToolCallError, match="Missing required argument") as missing:
+            session.call("move", {})
+        assert missing.value.error_type == "invalid_args"
+        # A second episode on the same session.
+        assert session.reset(seed=0) == "cell 0 of 0-3; the exit is cell 3"
+    finally:
+        session.close()
+
+
+def test_call_before_reset_says_to_reset(corridor_url):
+    session = env_tools(corridor_url).open()
+    with pytest.raises(OpenEnvGymError, match=r"call reset\(\) first"):
+        session.call("observe", {})
+
+
+def test_act_tool_from_the_text_view_of_a_served_game():
+    app = openenv_gym.create_app(tictactoe_v3.env, opponent=lambda turn: turn.legal_actions[0])
+    with asgi_server(app) as url:
+        tools = env_tools(url, tools="client")
+        assert (tools.name, tools.kind) == ("tictactoe_v3", "client")
+        (act,) = tools.tools
+        assert act.input_schema["properties"]["action"]["maximum"] == 8
+        assert act.description.startswith("Tic-tac-toe")
+        session = tools.open()
+        try:
+            assert session.reset(seed=0).endswith("Legal actions: 0, 1, 2, 3, 4, 5, 6, 7, 8")
+            played = session.call("act", {"action": 4})
+            assert played.text.endswith("Reward: 0. The episode continues.")
+            # An illegal move is refused with what is legal, and the game does not move.
+            with pytest.raises(ToolCallError, match="4 is not legal now; legal actions: 1, 2, 3, 5") as illegal:
+                session.call("act", {"action": 4})
+            assert illegal.value.error_type == "invalid_args"
+            with pytest.raises(ToolCallError, match="one argument, 'action'"):
+                session.call("act", {"move": 1})
+            assert session.call("act", {"action": 8}).text == played.text.replace("2 5 8", "2 5 X").replace(
+                "1 X 7", "O X 7").replace("Legal actions: 1, 2, 3, 5, 6, 7, 8", "Legal actions: 2, 3, 5, 6, 7")
+        finally:
+            session.close()
+
+
+def test_a_server_without_tools(stock_url):
+    tools = env_tools(stock_url)
+    assert tools.kind == "client"
+    (act,) = tools.tools
+    # A stock action of named fields: the act tool takes the fields themselves.
+    assert set(act.input_schema["properties"]) == {"increment", "mode"}
+    with pytest.raises(OpenEnvGymError, match="offers no MCP tools.*tools='client'"):
+        env_tools(stock_url, tools="server")
+
+
+def test_a_local_env():
+    tools = env_tools("FrozenLake-v1", env_kwargs={"is_slippery": False})
+    assert (tools.name, tools.kind) == ("FrozenLake-v1", "client")
+    assert tools.tools[0].input_schema["properties"]["action"]["enum"] == ["left", "down", "right", "up"]
+    session = tools.open()
+    try:
+        session.reset(seed=0)
+        steps = [session.call("act", {"action": a}) for a in ["down", "down", "right", "right", "down", "right"]]
+        assert [(s.reward, s.done) for s in steps[-2:]] == [(0.0, False), (1.0, True)]
+    finally:
+        session.close()
+    with pytest.raises(ValueError, match="local env, which has no server tools"):
+        env_tools("FrozenLake-v1", tools="server")
+    with pytest.raises(TypeError, match="env_kwargs are for a local env"):
+        env_tools("http://127.0.0.1:1", env_kwargs={"is_slippery": False})

@@ -1,0 +1,148 @@
+"""TRL's GRPOTrainer trains on served envs through openenv_gym.trl, on CPU.
+
+The model is the tiny one :func:`openenv_gym.trl.tiny_chat_model` builds, its
+``generate`` scripted (:mod:`tests.trl.scripted`) so that the rollouts are known: the
+optimizer steps, the tool calls, the env's rewards and the failures are real.
+"""
+
+from __future__ import annotations
+
+import os
+from unittest.mock import patch
+
+import pytest
+
+trl = pytest.importorskip("trl")
+
+import torch  # noqa: E402
+from pettingzoo.classic import tictactoe_v3  # noqa: E402
+
+import openenv_gym  # noqa: E402
+from openenv_gym.trl import environment_factory, seed_dataset, tiny_chat_model  # noqa: E402
+from tests.conftest import asgi_server  # noqa: E402
+from tests.trl.scripted import ScriptedGenerate, calls_so_far, tool_call  # noqa: E402
+from tests.upstream_tools import corridor_app  # noqa: E402
+
+pytestmark = pytest.mark.timeout(600)
+
+#: FrozenLake 4x4 without slipping: to the goal, into a hole (then one move too many),
+#: an illegal action.
+TO_GOAL = ["down", "down", "right", "right", "down", "right"]
+INTO_HOLE = ["right", "down", "left"]
+ILLEGAL = ["jump"]
+PLANS = [TO_GOAL, INTO_HOLE, ILLEGAL, TO_GOAL]
+
+
+#: Tic-tac-toe against an opponent that takes the first free cell (cells numbered down
+#: the columns): a win on the middle row; a loss, after trying a taken cell.
+WIN = [4, 1, 7]
+LOSS = [8, 8, 4, 6]
+
+
+def plans_policy(plans: list[list], tool: str = "act", argument: str = "action"):
+    """Row ``i`` of each generation batch calls ``tool`` with the actions of
+    ``plans[i]``, one per turn, then stops; later turns are told apart by the calls
+    already made (so no plan may be a prefix of another)."""
+
+    def policy(conversation: str, row: int | None) -> str:
+        made = [call["arguments"][argument] for call in calls_so_far(conversation)]
+        plan = plans[row] if row is not None else next(p for p in plans if p[: len(made)] == made)
+        return tool_call(tool, **{argument: plan[len(made)]}) if len(made) < len(plan) else "Done."
+
+    return policy
+
+
+def corridor_policy(conversation: str, row: int | None) -> str:
+    """Even rows walk right until the exit, odd rows left twice."""
+    made = [call["arguments"]["direction"] for call in calls_so_far(conversation)]
+    right = row % 2 == 0 if row is not None else made[0] == "right"
+    if right:
+        at_exit = conversation.rfind("cell 3 of") > conversation.rfind("<tool_call>")
+        return "Done." if made and at_exit else tool_call("move", direction="right")
+    return tool_call("move", direction="left") if len(made) < 2 else "Done."
+
+
+def train(env_class, dataset, policy, tmp_path, steps=3, **config):
+    model, tokenizer = tiny_chat_model()
+    args = trl.GRPOConfig(
+        output_dir=str(tmp_path), learning_rate=0.1, per_device_train_batch_size=4, num_generations=2,
+        max_steps=steps, max_completion_length=4096, max_tool_calling_iterations=10, logging_steps=1,
+        report_to="none", use_cpu=True, save_strategy="no", **config,
+    )
+    with patch.dict(os.environ, {"TRL_EXPERIMENTAL_SILENCE": "1"}):
+        trainer = trl.GRPOTrainer(
+            model=model, processing_class=tokenizer, args=args, train_dataset=dataset, environment_factory=env_class,
+        )
+    before = {name: p.detach().clone() for name, p in trainer.model.named_parameters()}
+    generate = ScriptedGenerate(tokenizer, policy)
+    with patch.object(trainer.model, "generate", side_effect=generate):
+        trainer.train()
+    changed = [n for n, p in trainer.model.named_parameters() if not torch.equal(before[n], p.detach())]
+    return trainer, changed, before
+
+
+def test_grpo_on_served_frozen_lake(tmp_path):
+    with openenv_gym.local_server("FrozenLake-v1", env_kwargs={"is_slippery": False}) as url:
+        FrozenLake = environment_factory(url)
+        assert FrozenLake.__name__ == "FrozenLake_v1"
+        trainer, changed, before = train(
+            FrozenLake, seed_dataset(8, prompt="Walk to G."), plans_policy(PLANS), tmp_path
+        )
+    logs = [entry for entry in trainer.state.log_history if "rewards/FrozenLake_v1/mean" in entry]
+    assert len(logs) == 3
+    for entry in logs:
+        assert entry["rewards/FrozenLake_v1/mean"] == pytest.approx(0.5)
+        # 6 + 3 + 1 + 6 calls over 4 rollouts; failing: the move after the hole and "jump".
+        assert entry["tools/call_frequency"] == pytest.approx(16 / 4)
+        assert entry["tools/failure_frequency"] == pytest.approx(2 / 16)
+    envs = trainer.environments
+    assert [env.reward for env in envs] == [1.0, 0.0, 0.0, 1.0]
+    assert [env.done for env in envs] == [True, True, False, True]
+    assert [env.steps for env in envs] == [6, 2, 0, 6]
+    assert trainer.state.global_step == 3
+    assert changed == list(before)
+
+
+def test_grpo_on_an_upstream_mcp_env_calls_its_own_tools(tmp_path):
+    """An env built on openenv's MCPEnvironment: its tools become the methods, and the
+    rewards TRL logs are the ones its call_tool steps carry."""
+    with asgi_server(corridor_app()) as url:
+        Corridor = environment_factory(url)
+        assert Corridor.__name__ == "Corridor"
+        assert {"move", "observe"} <= set(vars(Corridor))
+        assert "direction: Where to go." in Corridor.move.__doc__
+        prompt = "Walk to the exit of the corridor."
+        trainer, changed, before = train(Corridor, seed_dataset(8, prompt=prompt), corridor_policy, tmp_path, steps=2)
+    logs = [entry for entry in trainer.state.log_history if "rewards/Corridor/mean" in entry]
+    assert len(logs) == 2
+    for entry in logs:
+        assert entry["rewards/Corridor/mean"] == pytest.approx(0.5)
+        assert entry["tools/failure_frequency"] == 0
+    envs = trainer.environments
+    assert [env.reward for env in envs] == [1.0, 0.0, 1.0, 0.0]
+    assert [env.done for env in envs] == [True, False, True, False]
+    assert [env.steps for env in envs][1::2] == [2, 2]
+    assert changed == list(before)
+
+
+def test_grpo_on_a_served_pettingzoo_game(tmp_path):
+    """Tic-tac-toe served with an opponent on the server's side: an act tool from its
+    text view, an illegal move a tool failure TRL counts, the game's rewards logged."""
+    app = openenv_gym.create_app(tictactoe_v3.env, opponent=lambda turn: turn.legal_actions[0])
+    with asgi_server(app) as url:
+        TicTacToe = environment_factory(url, tools="client", name="TicTacToe")
+        trainer, changed, before = train(
+            TicTacToe, seed_dataset(8, prompt="Win at tic-tac-toe."), plans_policy([WIN, LOSS, LOSS, WIN]),
+            tmp_path, steps=2,
+        )
+    logs = [entry for entry in trainer.state.log_history if "rewards/TicTacToe/mean" in entry]
+    assert len(logs) == 2
+    for entry in logs:
+        assert entry["rewards/TicTacToe/mean"] == pytest.approx(0.0)
+        assert entry["tools/call_frequency"] == pytest.approx(14 / 4)
+        assert entry["tools/failure_frequency"] == pytest.approx(2 / 14)
+    envs = trainer.environments
+    assert [env.reward for env in envs] == [1.0, -1.0, -1.0, 1.0]
+    assert [env.steps for env in envs] == [3, 3, 3, 3]
+    assert all(env.done for env in envs)
+    assert changed == list(before)

@@ -1,0 +1,50 @@
+"""SkyRL's text env (openenv_gym.skyrl.TextEnv) on a served env, made as SkyRL makes it:
+from its registry, with the run's env_config and the dataset row's extras."""
+
+from __future__ import annotations
+
+import pytest
+
+skyrl_gym = pytest.importorskip("skyrl_gym")
+
+import openenv_gym  # noqa: E402
+from openenv_gym.skyrl import TextEnv  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def frozen_lake_url():
+    with openenv_gym.local_server("FrozenLake-v1", env_kwargs={"is_slippery": False}) as url:
+        yield url
+
+
+def test_an_episode_made_from_skyrl_s_registry(frozen_lake_url):
+    skyrl_gym.register("openenv_gym_frozen_lake", entry_point="openenv_gym.skyrl:TextEnv")
+    try:
+        env = skyrl_gym.make("openenv_gym_frozen_lake", env_config={"url": frozen_lake_url, "max_turns": 10},
+                             extras={"seed": 3})
+    finally:
+        skyrl_gym.registry.pop("openenv_gym_frozen_lake")
+    assert isinstance(env, TextEnv) and env.seed == 3 and env.max_turns == 10
+    prompt, _ = env.init([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Reach G."}])
+    assert prompt[0] == {"role": "system", "content": "Be brief."}
+    assert prompt[1]["content"].startswith("Reach G.\n\nposition: row 0, column 0")
+    replies = ["down", '{"action": "down"}', "<action>right</action>", "fly", "```json\n2\n```", "down"]
+    outs = [env.step(reply) for reply in replies]
+    assert [out["metadata"]["illegal"] for out in outs] == [False, False, False, True, False, False]
+    assert "not an action here" in outs[3]["observations"][0]["content"]
+    assert "left, down, right, up" in outs[3]["observations"][0]["content"]
+    assert [out["done"] for out in outs] == [False] * 5 + [False]
+    last = env.step("right")
+    assert (last["reward"], last["done"], last["observations"]) == (1.0, True, [])
+    assert env.get_metrics() == {"turns": 7, "episode_return": 1.0}
+    env.close()
+
+
+def test_turns_run_out(frozen_lake_url):
+    env = TextEnv(url=frozen_lake_url, max_turns=2)
+    env.init([{"role": "user", "content": "Go."}])
+    assert env.step("left")["done"] is False
+    assert env.step("nonsense")["done"] is True
+    env.close()
+    with pytest.raises(TypeError, match="needs the env"):
+        TextEnv(env_config={})
