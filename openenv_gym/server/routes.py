@@ -25,6 +25,7 @@ from typing import Any, ClassVar
 
 from ..errors import ProtocolError
 from ..protocol import WS_MESSAGES, ClientMessage, Codec, ErrorReply, ServerMessage, parse_message
+from ..protocol.attributes import ATTRIBUTE_MESSAGES
 from .session import EnvCaller, EnvHost
 from .source import EnvSource
 
@@ -74,9 +75,11 @@ class Route(abc.ABC):
 
 
 class WsRoute(Route):
-    """OpenEnv's ``/ws``: one environment per connection."""
+    """OpenEnv's ``/ws``: one environment per connection (with the attribute
+    messages of :mod:`~openenv_gym.protocol.attributes` besides OpenEnv's)."""
 
     path = "/ws"
+    messages = {**WS_MESSAGES, **ATTRIBUTE_MESSAGES}
 
     def session(self, opening: Opening) -> EnvHost:
         return self.source.session_type(self.source, codec=opening.codec, caller=opening.caller)

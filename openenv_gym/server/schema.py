@@ -15,6 +15,7 @@ from typing import Any
 from .. import spaces
 from .._version import __version__
 from ..protocol import EXTENSION_KEY, SUBPROTOCOLS, jsonable
+from ..protocol.attributes import ATTRIBUTES_VERSION
 from ..protocol.vector import VECTOR_PATH, VECTOR_VERSION
 from .source import EnvSource
 
@@ -97,6 +98,7 @@ def gym_schema_document(source: EnvSource) -> dict:
             "max_episode_steps": source.max_episode_steps,
             **({"multiagent": source.multiagent.describe()} if source.multiagent else {}),
             "vector": {"path": VECTOR_PATH, "version": VECTOR_VERSION},
+            "attributes": {"version": ATTRIBUTES_VERSION},
         },
     }
 
