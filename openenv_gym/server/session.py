@@ -527,8 +527,10 @@ class Session(EnvHost):
 
 def call_attribute(env: Any, name: str, args: list, kwargs: dict) -> Any:
     """What Gymnasium's vector envs' ``call`` does to one sub-env: its attribute
-    ``name`` (through its wrappers), called with the arguments when callable."""
-    attribute = env.get_wrapper_attr(name)
+    ``name`` (through its wrappers), called with the arguments when callable.
+    PettingZoo games, whose wrappers forward attributes themselves, too."""
+    getter = getattr(env, "get_wrapper_attr", None)
+    attribute = getter(name) if getter is not None else getattr(env, name)
     return attribute(*args, **kwargs) if callable(attribute) else attribute
 
 
