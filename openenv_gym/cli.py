@@ -57,7 +57,9 @@ def _add_serve(commands: Any) -> None:
         "PettingZoo module such as pettingzoo.classic.connect_four_v3, or gym:ID for an id "
         "of the old gym package) over OpenEnv's HTTP + WebSocket protocol.",
     )
-    serve.add_argument("env", metavar="ENV", help="Gymnasium id, module:factory, PettingZoo module or gym:ID")
+    serve.add_argument(
+        "env", metavar="ENV", help="Gymnasium id, module:factory, PettingZoo module, gym:ID or envpool:TASK"
+    )
     _add_network_options(serve)
     _add_session_options(serve)
     _add_output_options(serve)
@@ -125,9 +127,10 @@ def _add_session_options(serve: argparse.ArgumentParser) -> None:
         "interrupted: EXECUTION_ERROR, a fresh env on its thread; 'none' never interrupts (default 5)",
     )
     serve.add_argument(
-        "--vector-backend", choices=("auto", "sync", "async"), default="auto",
+        "--vector-backend", choices=("auto", "sync", "async", "envpool"), default="auto",
         help="what steps the envs of a batched vector session: 'sync' in this process, "
-        "'async' one worker process per env, 'auto' (default) 'sync' until the env's "
+        "'async' one worker process per env, 'envpool' one EnvPool pool (ENV is envpool:TASK), "
+        "'auto' (default) 'envpool' for an EnvPool task, else 'sync' until the env's "
         "steps prove slow (each of the recent ones 1 ms or more), then 'async' for later sessions",
     )
 

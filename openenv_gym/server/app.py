@@ -88,7 +88,9 @@ def create_app(
             ``WS /vector`` (see :mod:`openenv_gym.server.vector`): ``"sync"``, a
             ``SyncVectorEnv`` in this process; ``"async"``, an
             ``AsyncVectorEnv`` with one worker process per sub-env (for slow
-            envs on a many-core server); ``"auto"`` (the default), ``"sync"``
+            envs on a many-core server); ``"envpool"``, one EnvPool pool (for
+            an EnvPool task, ``"envpool:CartPole-v1"``, see :mod:`openenv_gym.envpool`);
+            ``"auto"`` (the default), ``"envpool"`` for an EnvPool task, else ``"sync"``
             until the env's steps in this server have proven slow
             (:class:`~openenv_gym.server.vector.StepClock`), then
             ``"async"`` for the vector sessions opened after that, on a

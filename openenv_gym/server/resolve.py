@@ -2,7 +2,8 @@
 
 :func:`resolve` takes a Gymnasium id, a ``"module:factory"`` path, a
 PettingZoo module, an id of the old ``gym`` package (``"gym:CartPole-v1"``),
-an env class or a factory callable. It turns it into a factory (the first
+an EnvPool task (``"envpool:CartPole-v1"``), an env class or a factory callable
+(one returning an EnvPool pool is a pool factory). It turns it into a factory (the first
 matching entry of :data:`_FACTORIES`), builds one probe env, and reads from
 the probe what every session shares; the kind of env the probe is (a
 :class:`~openenv_gym.fields.FieldsEnv`, a PettingZoo game, a legacy Gym env,
@@ -20,6 +21,7 @@ from typing import Any, NamedTuple
 
 import gymnasium as gym
 
+from .. import envpool
 from ..fields import FieldsEnv
 from . import legacy, multiagent
 from .fields import FieldsSession
@@ -36,6 +38,8 @@ class _Factory(NamedTuple):
     make: Callable[[], Any]
     name: str
     env_id: str | None = None
+    #: An EnvPool task's pool factory (``make`` then builds a pool of one env).
+    pool: envpool.PoolFactory | None = None
 
 
 def resolve(env: EnvLike, **make_kwargs: Any) -> EnvSource:
@@ -79,6 +83,15 @@ def _factory(env: EnvLike, make_kwargs: dict[str, Any]) -> _Factory:
 def _old_gym_id(env: Any, make_kwargs: dict[str, Any]) -> _Factory:
     old_id = env[len(legacy.GYM_ID_PREFIX):]
     return _Factory(functools.partial(legacy.make_gym_id, old_id, **make_kwargs), env)
+
+
+def _envpool_task(env: Any, make_kwargs: dict[str, Any]) -> _Factory:
+    pool = envpool.task_factory(env[len(envpool.ENVPOOL_PREFIX):], **make_kwargs)
+    return _pool_factory(pool, env)
+
+
+def _pool_factory(pool: envpool.PoolFactory, name: str) -> _Factory:
+    return _Factory(functools.partial(envpool.EnvPoolEnv, pool), name, pool=pool)
 
 
 def _pettingzoo_module(env: Any, make_kwargs: dict[str, Any]) -> _Factory:
@@ -141,6 +154,7 @@ def _is_instance(env: Any) -> bool:
 #: ``(matches, factory)`` pairs, the first match wins.
 _FACTORIES: list[tuple[Callable[[Any], bool], Callable[[Any, dict[str, Any]], _Factory]]] = [
     (lambda env: isinstance(env, str) and env.startswith(legacy.GYM_ID_PREFIX), _old_gym_id),
+    (lambda env: isinstance(env, str) and env.startswith(envpool.ENVPOOL_PREFIX), _envpool_task),
     (lambda env: isinstance(env, str) and _is_module(env), _pettingzoo_module),
     (lambda env: isinstance(env, str) and (_is_gym_id(env) or ":" not in env), _gym_id),
     (lambda env: isinstance(env, str), _import_path),
@@ -166,6 +180,10 @@ def _source(factory: _Factory, probe: Any) -> EnvSource:
         return _fields_source(factory, probe)
     if multiagent.is_pettingzoo(probe):
         return _multiagent_source(factory, probe)
+    if envpool.is_pool(probe):  # a pool factory: sessions get pools of one env
+        probe.close()
+        factory = _pool_factory(factory.make, factory.name)
+        probe = factory.make()
     if not isinstance(probe, gym.Env):
         api = legacy.legacy_api(probe)
         if api is None:
@@ -203,6 +221,7 @@ def _gym_source(factory: _Factory, probe: gym.Env) -> EnvSource:
             env_metadata=_served_metadata(probe.metadata),
             max_episode_steps=spec.max_episode_steps if spec is not None else None,
             description=_summary(type(probe.unwrapped)),
+            pool=factory.pool,
         )
     finally:
         probe.close()

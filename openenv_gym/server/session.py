@@ -191,7 +191,10 @@ class EnvCaller:
 
     async def build(self, fn: Callable[[], Any]) -> Any:
         """Build a session's env (``fn``) on its thread: env calls' timeout is for
-        calls, so a build gets :data:`BUILD_TIMEOUT` seconds, or more."""
+        calls, so a build gets :data:`BUILD_TIMEOUT` seconds, or more. A caller
+        told to run everything inline (``execution="inline"``) builds inline too."""
+        if self.execution == "inline":
+            return await self(fn)
         timeout = None if self.timeout is None else max(self.timeout, BUILD_TIMEOUT)
         return await self._on_thread(fn, (), {}, timeout)
 

@@ -48,6 +48,9 @@ class EnvSource:
     #: Set (to the env's class) when the env is a :class:`~openenv_gym.fields.FieldsEnv`,
     #: which speaks OpenEnv's named fields and publishes its own schemas.
     fields: Any = None
+    #: Set when the env is an EnvPool task: the pool factory (:mod:`openenv_gym.envpool`)
+    #: from which the ``envpool`` backend builds a vector session's envs in one pool.
+    pool: Any = None
 
     def make_isolated(self) -> Any:
         """Build a fresh environment for a session, in a process of its own

@@ -7,12 +7,14 @@ stacked arrays.
 
 The server builds ``gymnasium.vector.SyncVectorEnv`` (``vector_backend="sync"``,
 stepped inline on the event loop while it is fast, on a worker thread once it
-is slow) or ``AsyncVectorEnv`` (``"async"``: one process per sub-env) of the
-server's env, with the requested autoreset mode, so the semantics are
-Gymnasium's own. ``"auto"`` (the default) picks ``"sync"`` until the env has
-proven slow (every one of its recent steps in this server took
-:data:`SLOW_ENV_STEP` or more, see :class:`StepClock`), then ``"async"`` for
-the sessions opened after that. A vector session of N envs takes N of the
+is slow), ``AsyncVectorEnv`` (``"async"``: one process per sub-env) or, for an
+EnvPool task, one EnvPool pool (``"envpool"``: a C++ thread pool, see
+:mod:`openenv_gym.envpool`) of the server's env, with the requested autoreset
+mode, so the semantics are Gymnasium's own. ``"auto"`` (the default) picks
+``"envpool"`` for an EnvPool task, else ``"sync"`` until the env has proven
+slow (every one of its recent steps in this server took :data:`SLOW_ENV_STEP`
+or more, see :class:`StepClock`), then ``"async"`` for the sessions opened
+after that. A vector session of N envs takes N of the
 server's ``max_sessions`` slots.
 
 AsyncVectorEnv forks its workers from the server, which would hand each of
@@ -35,6 +37,7 @@ import numpy as np
 from gymnasium.vector.utils import batch_space
 
 from .. import spaces
+from ..envpool import EnvPoolVectorEnv
 from ..errors import ErrorCode, ProtocolError
 from ..protocol import ClientMessage, Codec, Render, ServerMessage, validation_error
 from ..protocol import vector as wire
@@ -45,12 +48,14 @@ from .source import EnvSource
 __all__ = ["VectorSession", "VectorRoute", "VectorBackend", "StepClock", "SLOW_ENV_STEP"]
 
 #: What steps a vector session's envs.
-_Backend = gym.vector.SyncVectorEnv | gym.vector.AsyncVectorEnv
+_Backend = gym.vector.SyncVectorEnv | gym.vector.AsyncVectorEnv | EnvPoolVectorEnv
 
 #: ``"sync"``: a SyncVectorEnv in the server process; ``"async"``: an AsyncVectorEnv
 #: (one worker process per sub-env, for slow envs on a many-core server);
-#: ``"auto"``: ``"sync"`` until the env proves slow, then ``"async"``.
-VectorBackend = Literal["auto", "sync", "async"]
+#: ``"envpool"``: one EnvPool pool (EnvPool tasks only); ``"auto"``: ``"envpool"``
+#: for an EnvPool task, else ``"sync"`` until the env proves slow, then ``"async"``.
+VectorBackend = Literal["auto", "sync", "async", "envpool"]
+BACKENDS = ("auto", "sync", "async", "envpool")
 
 #: Seconds per env step from which ``"auto"`` hosts new vector sessions in worker
 #: processes: well above what a step costs to ship to a worker and back.
@@ -86,10 +91,12 @@ class StepClock:
     def slow(self) -> bool:
         return len(self._recent) >= self.ENOUGH and min(self._recent) >= SLOW_ENV_STEP
 
-    def backend(self, configured: VectorBackend, num_envs: int) -> str:
-        """The backend for a new vector session of ``num_envs`` envs."""
+    def backend(self, configured: VectorBackend, num_envs: int, *, pool: bool = False) -> str:
+        """The backend for a new vector session of ``num_envs`` envs (of an EnvPool task if ``pool``)."""
         if configured != "auto":
             return configured
+        if pool:
+            return "envpool"
         return "async" if self.slow and num_envs > 1 and (os.cpu_count() or 1) > 1 else "sync"
 
 
@@ -106,8 +113,8 @@ class VectorSession(EnvHost):
         codec: Codec,
         caller: EnvCaller,
     ) -> None:
-        if backend not in ("sync", "async"):
-            raise ValueError(f"a vector session's backend must be 'sync' or 'async', not {backend!r}")
+        if backend not in BACKENDS[1:]:
+            raise ValueError(f"a vector session's backend must be 'sync', 'async' or 'envpool', not {backend!r}")
         super().__init__(source, self._make, codec, caller)
         self.num_envs = num_envs
         self.slots = num_envs
@@ -122,12 +129,14 @@ class VectorSession(EnvHost):
 
     @property
     def in_process(self) -> bool:  # type: ignore[override]
-        return self.backend == "sync"
+        return self.backend in ("sync", "envpool")
 
     def _make(self) -> _Backend:
         if self.call.isolated:  # each env in a process of its own already: step them in turn
             fns = [self.source.make_isolated] * self.num_envs
             return gym.vector.SyncVectorEnv(fns, autoreset_mode=self.autoreset_mode, copy=False)
+        if self.backend == "envpool":
+            return EnvPoolVectorEnv(self.source.pool, self.num_envs, autoreset_mode=self.autoreset_mode)
         if self.backend == "async":
             in_worker = functools.partial(_make_in_worker, self.source.make, os.getpid())
             return gym.vector.AsyncVectorEnv([in_worker] * self.num_envs, autoreset_mode=self.autoreset_mode)
@@ -233,8 +242,13 @@ class VectorRoute(Route):
 
     def __init__(self, source: EnvSource, *, backend: VectorBackend, clock: StepClock) -> None:
         super().__init__(source)
-        if backend not in ("auto", "sync", "async"):
-            raise ValueError(f"vector_backend must be 'auto', 'sync' or 'async', not {backend!r}")
+        if backend not in BACKENDS:
+            raise ValueError(f"vector_backend must be one of {', '.join(map(repr, BACKENDS))}, not {backend!r}")
+        if backend == "envpool" and source.pool is None:
+            raise ValueError(
+                f"vector_backend='envpool' steps EnvPool tasks, and {source.name!r} is not one: serve "
+                f"'envpool:TASK' (such as 'envpool:CartPole-v1') or a factory returning an EnvPool pool"
+            )
         self.backend = backend
         self.clock = clock
 
@@ -245,7 +259,7 @@ class VectorRoute(Route):
             self.source,
             num_envs=request.num_envs,
             autoreset=request.autoreset_mode,
-            backend=self.clock.backend(self.backend, request.num_envs),
+            backend=self.clock.backend(self.backend, request.num_envs, pool=self.source.pool is not None),
             codec=opening.codec,
             caller=opening.caller,
         )

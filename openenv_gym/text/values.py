@@ -386,7 +386,7 @@ def action_text(space: gs.Space, value: Any, *, names: Sequence[str] | None = No
     if isinstance(space, gs.Text):
         text = str(value)
         try:
-            reads_back = _reply_value(space, read_reply(text)) == text
+            reads_back = parse_reply(space, text) == text
         except ActionParseError:
             reads_back = False
         return text if reads_back else json.dumps(text, ensure_ascii=False)
@@ -420,8 +420,9 @@ def parse_reply(space: gs.Space, reply: Any, *, names: Sequence[str] | None = No
     """The action a model's reply names: :func:`~openenv_gym.text.read_reply` on a string
     reply (a value that is not a string, as a tool call's decoded arguments give, is taken
     as JSON already), ``{"action": value}`` unwrapped (unless the space is a ``Dict`` with
-    an ``"action"`` key), then :func:`parse_value`. A ``Text`` space takes the text itself,
-    or the string of a JSON string reply.
+    an ``"action"`` key), then :func:`parse_value`. A ``Text`` space takes the reply itself
+    when that is a legal value (so a tool call's string argument is never unquoted),
+    else what the reply's JSON or tags hold.
 
         >>> from gymnasium import spaces
         >>> parse_reply(spaces.Discrete(3), '{"action": 2}')
@@ -434,6 +435,8 @@ def parse_reply(space: gs.Space, reply: Any, *, names: Sequence[str] | None = No
     Raises:
         ActionParseError: naming the reply, the offending part and what is legal.
     """
+    if isinstance(space, gs.Text) and isinstance(reply, str) and space.contains(reply):
+        return reply
     try:
         value = _reply_value(space, read_reply(reply)) if isinstance(reply, str) else _unwrapped(space, reply)
         return parse_value(space, value, names=names, path=path)

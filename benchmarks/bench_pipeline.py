@@ -1,0 +1,237 @@
+#!/usr/bin/env python
+"""Remote stepping against local: an EnvPool backend behind the socket, and two half-batches in flight.
+
+    python benchmarks/bench_pipeline.py                 # 5 reps x 1.5 s windows, ~3 min
+    python benchmarks/bench_pipeline.py --quick         # 1 rep x 0.6 s windows
+
+CartPole-v1, N = 64 envs, env-steps/s, side by side in one run (reps interleaved),
+every client and every server in its own process on 127.0.0.1, stopped by PID:
+
+- ``sync``: Gymnasium ``SyncVectorEnv`` in the client process (the anchor);
+- ``envpool``: an EnvPool pool in the client process (``num_threads=2``);
+- ``remote_envpool``: ``RemoteVectorEnv`` batched (msgpack) against
+  ``openenv-gym serve envpool:CartPole-v1`` (a batched session steps one pool);
+- ``lockstep``: ``RemoteVectorEnv`` batched ``step()`` against one
+  ``openenv-gym serve CartPole-v1`` (a ``SyncVectorEnv`` in the server);
+- ``halves``: ``RemoteVectorEnv([url_a, url_b], 64, batch_size=32)`` against two such
+  servers, driven EnvPool-style: ``async_reset()``, then ``recv()`` one half and
+  ``send()`` its actions while the other half is stepped.
+
+Writes ``benchmarks/results/pipeline.json`` and the ``pipeline`` section of
+``docs/benchmarks.md`` (not with ``--no-doc``, nor after a global timeout).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+
+import _harness as H  # noqa: E402
+
+RESULTS_PATH = HERE / "results" / "pipeline.json"
+LOG_DIR = HERE / "results" / "logs"
+DOC_PATH = ROOT / "docs" / "benchmarks.md"
+DOC_TAG = "pipeline"
+DOC_INTRO = "# Benchmarks\n"
+N = 64
+HALF = N // 2
+N_ACTIONS = 1024
+KINDS = {
+    "sync": "gymnasium SyncVectorEnv, in-process (the anchor)",
+    "envpool": "EnvPool, in-process (num_threads=2)",
+    "remote_envpool": "RemoteVectorEnv batched, EnvPool backend (one server)",
+    "lockstep": "RemoteVectorEnv batched step(), sync backend (one server)",
+    "halves": "RemoteVectorEnv send/recv, two halves in flight (two servers)",
+}
+#: (label, numerator, denominator, minimum) of the per-rep paired ratios.
+TARGETS = [
+    ("EnvPool backend / SyncVectorEnv", "remote_envpool", "sync", 2.0),
+    ("EnvPool backend / EnvPool in-process", "remote_envpool", "envpool", 0.4),
+    ("two halves in flight / SyncVectorEnv", "halves", "sync", 1.0),
+    ("two halves in flight / lockstep step() on one server", "halves", "lockstep", 1.0),
+]
+PACKAGES = ["gymnasium", "numpy", "envpool", "websockets", "msgpack", "uvicorn", "openenv-gym"]
+
+
+class Client:
+    """One kind of vector env in the worker process; ``step(i)`` returns the env-steps it made
+    (through the harness's round-trip count)."""
+
+    def __init__(self, kind: str, urls: list[str] | None = None) -> None:
+        self.kind, self.urls = kind, urls
+        self.envs: Any = None
+
+    def open(self) -> dict:
+        import gymnasium as gym
+        import numpy as np
+
+        import openenv_gym
+
+        if self.kind == "sync":
+            self.envs = gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1")] * N)
+        elif self.kind == "envpool":
+            import envpool
+
+            self.envs = envpool.make("CartPole-v1", env_type="gymnasium", num_envs=N, batch_size=N, num_threads=2)
+        elif self.kind == "halves":
+            self.envs = openenv_gym.RemoteVectorEnv(self.urls, N, mode="batched", batch_size=HALF, message_timeout=30)
+        else:
+            self.envs = openenv_gym.RemoteVectorEnv(self.urls, N, mode="batched", message_timeout=30)
+        rng = np.random.default_rng(0)
+        size = HALF if self.kind == "halves" else N
+        self.actions = [rng.integers(0, 2, size, dtype=np.int64) for _ in range(N_ACTIONS)]
+        if self.kind == "halves":
+            self.envs.async_reset(seed=0)
+        elif self.kind == "envpool":
+            self.envs.reset()
+        else:
+            self.envs.reset(seed=0)
+        return {}
+
+    def step(self, i: int) -> int:
+        if self.kind == "halves":
+            *_, infos = self.envs.recv()
+            self.envs.send(self.actions[i % N_ACTIONS], infos["env_id"])
+            return HALF
+        self.envs.step(self.actions[i % N_ACTIONS])
+        return N
+
+    def close(self) -> None:
+        if self.envs is not None:
+            self.envs.close()
+            self.envs = None
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="1 rep x 0.6 s windows")
+    p.add_argument("--reps", type=int, default=None, help="reps per row (default 5, quick 1)")
+    p.add_argument("--window", type=float, default=None, help="seconds per timed window (default 1.5, quick 0.6)")
+    p.add_argument("--timeout", type=float, default=900.0, help="global timeout, seconds")
+    p.add_argument("--no-doc", action="store_true", help="do not rewrite docs/benchmarks.md")
+    p.add_argument("--wait-idle", type=float, default=0.0, metavar="SECONDS",
+                   help="first wait up to SECONDS for the CPUs to be idle (< 0.25 cores busy)")
+    args = p.parse_args(argv)
+    args.reps = args.reps or (1 if args.quick else 5)
+    args.window = args.window or (0.6 if args.quick else 1.5)
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    started = _dt.datetime.now().astimezone()
+    t0 = time.perf_counter()
+    command = H.command_line(__file__, sys.argv[1:] if argv is None else argv)
+    if args.wait_idle > 0:
+        H.wait_for_idle_start(args.wait_idle)
+    machine = H.machine_info(PACKAGES)
+    H.progress(f"bench_pipeline: {args.reps} reps x {args.window} s; machine: {H.format_machine(machine)}")
+    py_env = H.python_env()
+
+    def serve(env: str) -> Any:
+        return lambda p: H.openenv_gym_argv("serve", env, "--port", p, "--max-sessions", 256)
+
+    server_argv = {"envpool": serve("envpool:CartPole-v1"), "sync_a": serve("CartPole-v1"),
+                   "sync_b": serve("CartPole-v1")}
+    processes = H.ProcessSet()
+    results: dict[str, list] = {kind: [] for kind in KINDS}
+    errors: dict[str, str] = {}
+    incomplete = None
+    servers: dict[str, H.Server] = {}
+    try:
+        with H.GlobalTimeout(args.timeout, processes):
+            for key, fn in server_argv.items():
+                servers[key] = processes.add(H.Server(key, fn, ready="http:/health", env=py_env, cwd=ROOT,
+                                                      log_path=LOG_DIR / f"pipeline-{key}.log")).start()
+            for key, srv in servers.items():
+                if not srv.wait_ready(120):
+                    raise RuntimeError(f"server {key} failed: {srv.error}")
+            urls = {"remote_envpool": [servers["envpool"].base_url], "lockstep": [servers["sync_a"].base_url],
+                    "halves": [servers["sync_a"].base_url, servers["sync_b"].base_url]}
+            log = LOG_DIR / "pipeline-client.log"
+            worker = processes.add(H.ClientWorker("pipeline", log_path=log)).start()
+            kinds = list(KINDS)
+            total = sum(1 for _ in H.interleaved(kinds, args.reps))
+            for k, (rep, kind) in enumerate(H.interleaved(kinds, args.reps)):
+                if kind in errors:
+                    results[kind].append(None)
+                    continue
+                try:
+                    worker.request({"op": "open", "client": "bench_pipeline:Client",
+                                    "params": {"kind": kind, "urls": urls.get(kind)}}, timeout=180)
+                    reply = worker.request({"op": "window", "window_s": args.window, "max_iters": 10 ** 7,
+                                            "warmup_s": 0.3, "warmup_iters": 200}, timeout=args.window + 120)
+                    worker.request({"op": "close"}, timeout=60)
+                except H.WorkerError as exc:
+                    errors[kind] = str(exc).strip().splitlines()[-1]
+                    results[kind].append(None)
+                    H.progress(f"[{k + 1}/{total}] {kind}: FAILED {errors[kind]}")
+                    if not worker.alive():
+                        worker = processes.add(H.ClientWorker("pipeline", log_path=log)).start()
+                    continue
+                rate = reply["result"]["round_trips_per_s"]  # env-steps: each call returns its count
+                results[kind].append(rate)
+                H.progress(f"[{k + 1}/{total}] rep {rep + 1} {kind:16s} {H.fmt(rate):>9s} env-steps/s")
+    except H.GlobalTimeoutError as exc:
+        incomplete = str(exc)
+    finally:
+        processes.stop_all()
+
+    summary = {kind: H.summarize(v) for kind, v in results.items()}
+    ratios = {label: {"numerator": a, "denominator": b, "target": target,
+                      **H.summarize(H.paired_ratios(results.get(a, []), results.get(b, [])))}
+              for label, a, b, target in TARGETS}
+    data = {"command": command, "started": started.isoformat(), "duration_s": time.perf_counter() - t0,
+            "machine": machine, "reps": args.reps, "window_s": args.window,
+            "servers": {key: H.portable_argv(srv.argv) for key, srv in servers.items()},
+            "env_steps_per_s": results, "summary": summary, "ratios": ratios, "errors": errors,
+            "incomplete": incomplete}
+    H.write_json(RESULTS_PATH, data)
+    text = render(data)
+    print("\n" + text)
+    if not args.no_doc and not incomplete:
+        H.update_markdown_section(DOC_PATH, DOC_TAG, text, DOC_INTRO)
+        H.progress(f"rewrote the '{DOC_TAG}' section of {DOC_PATH.relative_to(ROOT)}")
+    return 1 if incomplete else 0
+
+
+def render(data: dict) -> str:
+    lines = [
+        "## Remote against local: EnvPool behind the socket, two halves in flight",
+        "",
+        f"Command: `{data['command']}` ({data['reps']} reps x {data['window_s']} s windows, reps interleaved; "
+        f"median [min–max]). Machine: {H.format_machine(data['machine'])}. Started {data['started'][:19]}, "
+        f"load average {data['machine'].get('loadavg_at_start')}.",
+        "",
+        f"CartPole-v1, N={N}. Every client in its own process, every server another process on 127.0.0.1, "
+        "all on the machine's cores. The EnvPool server steps each batched session on one pool "
+        "(`vector_backend=\"envpool\"`, the default for `envpool:` tasks); the two halves are EnvPool's "
+        "`send`/`recv` pattern over two `openenv-gym serve CartPole-v1` processes, so one server steps "
+        "its half while the client handles the other ([vector.md](vector.md#two-halves-in-flight)).",
+        "",
+        "| client | env-steps/s |",
+        "|---|---|",
+    ]
+    for kind, label in KINDS.items():
+        cell = data["errors"].get(kind) and "failed" or H.fmt_mmm(data["summary"][kind])
+        lines.append(f"| {label} | {cell} |")
+    lines += ["", "| ratio (per-rep pairs) | target | measured | met |", "|---|---|---|---|"]
+    for label, r in data["ratios"].items():
+        measured = H.fmt_mmm(r) + "x" if r["median"] is not None else "-"
+        met = "-" if r["median"] is None else ("yes" if r["median"] >= r["target"] else "**no**")
+        lines.append(f"| {label} | ≥ {H.fmt(r['target'])}x | {measured} | {met} |")
+    if data["errors"]:
+        lines += ["", "Failed rows: " + "; ".join(f"`{k}`: {v}" for k, v in data["errors"].items())]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
