@@ -390,15 +390,18 @@ class RemoteVectorEnv(VectorEnv):
         seeds = self._seeds(seed)
         options = dict(options) if options else None
         mask = options.pop("reset_mask", None) if options else None
-        if mask is not None:
+        if mask is not None:  # SyncVectorEnv's checks, errors and messages
             if not isinstance(mask, np.ndarray):
-                raise TypeError(f"options['reset_mask'] must be a numpy array, not {type(mask).__name__}")
+                raise TypeError(f"`options['reset_mask']` must be a numpy array, got {type(mask)}")
             if mask.shape != (self.num_envs,):
-                raise ValueError(f"options['reset_mask'] must have shape ({self.num_envs},), not {mask.shape}")
+                raise ValueError(f"`options['reset_mask']` must have shape `({self.num_envs},)`, got {mask.shape}")
             if mask.dtype != np.bool_:
-                raise TypeError(f"options['reset_mask'] must have dtype=np.bool_, not {mask.dtype}")
+                raise TypeError(f"`options['reset_mask']` must have `dtype=np.bool_`, got {mask.dtype}")
             if not mask.any():
-                raise ValueError("options['reset_mask'] must contain at least one True value")
+                raise ValueError(
+                    f"`options['reset_mask']` must contain a boolean array with at least one True value, "
+                    f"got reset_mask={mask}"
+                )
         for i, s in enumerate(seeds):
             if s is not None and (mask is None or mask[i]):
                 self._env_seeds[i] = int(s)

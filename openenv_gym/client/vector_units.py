@@ -105,8 +105,9 @@ def take_rows(space: gym.Space, value: Any, rows: np.ndarray) -> Any:
 
 def check_batch(space: gym.Space, value: Any, n: int, path: str = "actions") -> None:
     """Raise ``ValueError`` unless ``value`` holds exactly ``n`` entries of the
-    single space ``space``, batched as ``batch_space`` batches them (before
-    anything is sent: no env steps on a batch of the wrong size).
+    single space ``space``, batched as ``batch_space`` batches them, and
+    ``TypeError`` when it is no batch at all (before anything is sent: no env
+    steps on a batch of the wrong size).
 
         >>> check_batch(gym.spaces.Discrete(2), [0, 1, 1], 2)
         Traceback (most recent call last):
@@ -132,8 +133,8 @@ def check_batch(space: gym.Space, value: Any, n: int, path: str = "actions") -> 
             shape = (len(value),) if isinstance(value, (list, tuple)) else ()
     else:
         shape = (len(value),) if isinstance(value, (list, tuple)) else ()
-    if not shape:
-        raise ValueError(f"{path} must be a batch of {n} entries, one per env, not {value!r}")
+    if not shape:  # not a batch at all: Gymnasium's iterate raises TypeError
+        raise TypeError(f"{path} must be a batch of {n} entries, one per env, not {value!r}")
     if shape[0] != n:
         raise ValueError(f"{path} holds {shape[0]} entries, not one per env ({n})")
 
