@@ -64,6 +64,7 @@ from .connection import get_json, http_url
 from .contract import Contract, contract_from_schema
 from .loop import InlineRunner, LoopThread
 from .options import ConnectOptions
+from .remote_env import owned_arrays
 from .session import RemoteSession
 from .vector_units import Batch, Recovery, SessionUnit, VectorUnit, check_batch, concat_batches
 
@@ -661,7 +662,9 @@ class RemoteVectorEnv(VectorEnv):
         return results
 
     def _copy(self, obs: Any) -> Any:
-        return deepcopy(obs) if self.copy else obs
+        """``obs`` as the caller gets it: a copy, or with ``copy=False`` the
+        batch itself, but never a read-only view of a received frame."""
+        return deepcopy(obs) if self.copy else owned_arrays(obs)
 
     def _output(self, batch: Batch, *, with_ids: bool) -> tuple:
         infos = batch.infos

@@ -192,3 +192,17 @@ def test_stock_server_has_no_attribute_messages():
                 envs.call("get_wrapper_attr", "spec")
         finally:
             envs.close()
+
+
+@pytest.mark.parametrize("servers", [1, 2], ids=["one-server", "several"])
+@pytest.mark.parametrize("mode", MODES)
+def test_copy_false_observations_are_writable(cartpole, mode, servers):
+    """copy=False hands out the batch itself, never a read-only view of a msgpack frame."""
+    envs = vector(cartpole, mode, servers, copy=False, encoding="msgpack")
+    try:
+        obs, _ = envs.reset(seed=0)
+        obs[0] = 0
+        obs = envs.step(np.zeros(3, np.int64))[0]
+        obs[0] = 0
+    finally:
+        envs.close()
