@@ -681,10 +681,14 @@ class RemoteVectorEnv(VectorEnv):
         return self._loop
 
     def close_extras(self, **kwargs: Any) -> None:
-        """Close every session and stop the event loop (idempotent)."""
+        """Close every session and stop the event loop (idempotent); a pending
+        ``*_async`` call is dropped with the warning ``AsyncVectorEnv`` gives."""
         loop, self._loop = getattr(self, "_loop", None), None
         if loop is None:
             return
+        if self._waiting is not None:
+            gym.logger.warn(f"Calling `close` while waiting for a pending call to `{self._waiting}` to complete.")
+            self._waiting = None
         units, self._units = self._units, []
 
         async def close_all() -> None:

@@ -149,6 +149,9 @@ def test_async_vector_env_api(cartpole, mode):
         with pytest.raises(ValueError):
             envs.step_async(np.zeros(2, np.int64))
         envs.step(np.zeros(3, np.int64))  # nothing left pending
+        envs.step_async(np.zeros(3, np.int64))
+        with pytest.warns(UserWarning, match="pending call to `step`"):
+            envs.close()
     finally:
         envs.close()
         ref.close()
