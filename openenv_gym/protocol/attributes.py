@@ -1,12 +1,13 @@
 """Attributes of a session's envs: ``call``, ``get_attr`` and ``set_attr``
-(openenv-gym extension, version 1), on ``/vector`` and on ``/ws``.
+(openenv-gym extension, version 1), on ``/vector``, ``/ws`` and ``/agents``
+(where ``call("state")`` reads a PettingZoo game's global state).
 
 Gymnasium's vector envs reach their sub-envs' methods and attributes
 (``VectorEnv.call``, ``get_attr``, ``set_attr``); these messages carry them to
 the envs of a session, by public name only (no leading underscore), the
 arguments and values being data, never code. Every reply holds one value per
 env of the session: ``N`` on a ``/vector`` session of ``N`` envs, one on
-``/ws``::
+``/ws`` and ``/agents``::
 
     C->S {"type": "get_attr", "data": {"name": "np_random_seed"}}
     S->C {"type": "get_attr", "data": {"values": [42]}}
