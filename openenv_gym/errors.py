@@ -9,12 +9,20 @@
     │   ├── InvalidJsonError         INVALID_JSON
     │   ├── UnknownTypeError         UNKNOWN_TYPE
     │   ├── ValidationError          VALIDATION_ERROR    (the session goes on)
-    │   ├── ExecutionError           EXECUTION_ERROR     (the session goes on)
+    │   ├── ExecutionError           EXECUTION_ERROR     (the session goes on; also the
+    │   │                                builtin type the env raised, ValueError say)
     │   ├── CapacityReachedError     CAPACITY_REACHED    (the server closed the connection)
     │   ├── FactoryError             FACTORY_ERROR       (the server closed the connection)
     │   └── SessionError             SESSION_ERROR       (the server closed the connection)
     ├── ConnectionClosedError    (also ConnectionError) the connection is gone
     ├── MessageTimeoutError      (also TimeoutError) no answer in time
+    │   └── WaitTimeoutError         (also multiprocessing.TimeoutError) a ``*_wait(timeout)``
+    ├── EnvClosedError           (also gymnasium.error.ClosedEnvironmentError) used after close
+    ├── SpaceMismatchError       (also RuntimeError) servers of one vector env serve other spaces
+    ├── PendingCallError         (also gymnasium.error.AlreadyPendingCallError) a call while
+    │                            another is in flight
+    ├── NoPendingCallError       (also gymnasium.error.NoAsyncCallError) a ``*_wait`` without
+    │                            its ``*_async``
     ├── ProtocolMismatchError    the peer does not offer what was asked for
     ├── SpaceValueError          (also ValueError) a value does not fit its space
     ├── EnvCallTimeout           (also TimeoutError) a server's env call hung
@@ -26,7 +34,10 @@ Local and remote protocol errors are told apart, as h11 does: a
 :class:`ProtocolError` is raised by this process on data that breaks the
 protocol (a server answers it with an error frame; a client raises it for a
 reply it cannot read), while a :class:`RemoteError` is what the peer itself
-reported. A client catches exactly what it cares about::
+reported. Where Gymnasium raises an exception of its own (or a builtin one)
+for the same mistake, the exception here is that type too, so code written
+for Gymnasium's vector envs catches what it always caught. A client catches
+exactly what it cares about::
 
     try:
         env.step(action)
@@ -36,8 +47,12 @@ reported. A client catches exactly what it cares about::
 
 from __future__ import annotations
 
+import builtins
 import enum
+import multiprocessing
 from typing import Any
+
+import gymnasium as gym
 
 __all__ = [
     "ErrorCode",
@@ -54,12 +69,18 @@ __all__ = [
     "SessionError",
     "ConnectionClosedError",
     "MessageTimeoutError",
+    "WaitTimeoutError",
+    "EnvClosedError",
+    "SpaceMismatchError",
+    "PendingCallError",
+    "NoPendingCallError",
     "ProtocolMismatchError",
     "EnvCallTimeout",
     "ToolCallError",
     "ListenError",
     "EmbeddedServerError",
     "remote_error",
+    "execution_error_type",
 ]
 
 
@@ -148,9 +169,40 @@ class ValidationError(RemoteError):
 
 
 class ExecutionError(RemoteError):
-    """The environment raised inside ``reset`` or ``step`` (the session goes on)."""
+    """The environment raised inside ``reset`` or ``step`` (the session goes on).
+
+    When the env raised a builtin exception type, the server names it
+    (``details["exception"]``) and the error raised here is also of that
+    type: an env's ``ValueError`` is caught by ``except ValueError``.
+    """
 
     code = ErrorCode.EXECUTION_ERROR
+
+    def __str__(self) -> str:  # a KeyError among the bases would quote the message
+        return f"{self.code.value}: {self.message}"
+
+
+_EXECUTION_ERRORS: dict[type[Exception], type[ExecutionError]] = {}
+
+
+def execution_error_type(name: Any) -> type[ExecutionError]:
+    """:class:`ExecutionError`, also of the builtin exception type ``name``
+    (``"ValueError"``) when there is one of that name.
+
+        >>> issubclass(execution_error_type("ValueError"), ValueError)
+        True
+        >>> execution_error_type("MyError") is ExecutionError
+        True
+    """
+    builtin = getattr(builtins, name, None) if isinstance(name, str) else None
+    if not isinstance(builtin, type) or not issubclass(builtin, Exception) or issubclass(builtin, Warning):
+        return ExecutionError
+    if builtin not in _EXECUTION_ERRORS:
+        try:
+            _EXECUTION_ERRORS[builtin] = type(f"Execution{name}", (ExecutionError, builtin), {"__module__": __name__})
+        except TypeError:  # a builtin whose instance layout cannot be combined
+            return ExecutionError
+    return _EXECUTION_ERRORS[builtin]
 
 
 class CapacityReachedError(RemoteError):
@@ -177,6 +229,29 @@ class ConnectionClosedError(OpenEnvGymError, ConnectionError):
 
 class MessageTimeoutError(OpenEnvGymError, TimeoutError):
     """The server did not answer within ``message_timeout`` seconds."""
+
+
+class WaitTimeoutError(MessageTimeoutError, multiprocessing.TimeoutError):
+    """A vector env's ``step_wait`` / ``reset_wait`` ran past its ``timeout``
+    (what ``AsyncVectorEnv`` raises: ``multiprocessing.TimeoutError``)."""
+
+
+class EnvClosedError(OpenEnvGymError, gym.error.ClosedEnvironmentError):
+    """A remote env was used after ``close()``: create a new one to reconnect."""
+
+
+class SpaceMismatchError(OpenEnvGymError, RuntimeError):
+    """The servers of one vector env serve different spaces (Gymnasium's vector
+    envs raise ``RuntimeError`` for sub-envs whose spaces differ)."""
+
+
+class PendingCallError(OpenEnvGymError, gym.error.AlreadyPendingCallError):
+    """A call to a vector env while another one is in flight (``step_async``
+    twice, ``step`` between ``send`` and ``recv``, ...)."""
+
+
+class NoPendingCallError(OpenEnvGymError, gym.error.NoAsyncCallError):
+    """``step_wait`` / ``reset_wait`` without the ``step_async`` / ``reset_async`` it waits for."""
 
 
 class ProtocolMismatchError(OpenEnvGymError):
@@ -231,4 +306,6 @@ def remote_error(data: dict[str, Any]) -> RemoteError:
         code = ErrorCode(data.get("code"))
     except ValueError:
         return RemoteError(f"{message} (unknown error code {data.get('code')!r})", **details)
+    if code is ErrorCode.EXECUTION_ERROR:
+        return execution_error_type(details.get("exception"))(message, **details)
     return _BY_CODE[code](message, **details)

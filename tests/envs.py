@@ -159,3 +159,41 @@ class CrashingEnv(gym.Env):
         if self._steps >= self.crash_at:
             os.abort()
         return np.full(1, 0.5, np.float32), 1.0, False, False, {"steps": self._steps}
+
+
+class GraphEnv(gym.Env):
+    """Graph observations (one of Gymnasium's testing spaces), episodes of
+    ``length`` steps: a ``final_obs`` of same-step autoreset is a ``GraphInstance``."""
+
+    def __init__(self, length: int = 2) -> None:
+        self.observation_space = spaces.Graph(spaces.Box(-1.0, 1.0, shape=(2,), dtype=np.float32), spaces.Discrete(3))
+        self.action_space = spaces.Discrete(2)
+        self._length = length
+        self._steps = 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self._steps = 0
+        return self.observation_space.sample(), {}
+
+    def step(self, action):
+        self._steps += 1
+        return self.observation_space.sample(), 1.0, self._steps >= self._length, False, {}
+
+
+class NumpyServedJaxEnv(gym.Env):
+    """Says it is a jax env (``metadata["jax"]``) as Gymnasium's jax envs do;
+    its server sends numpy arrays all the same."""
+
+    metadata = {"render_modes": [], "jax": True}
+
+    def __init__(self) -> None:
+        self.observation_space = spaces.Box(-1.0, 1.0, shape=(2,), dtype=np.float32)
+        self.action_space = spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(2, dtype=np.float32), {}
+
+    def step(self, action):
+        return np.zeros(2, dtype=np.float32), 0.0, False, False, {}

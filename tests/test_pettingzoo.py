@@ -315,3 +315,25 @@ def test_live_instances_and_wrong_options_are_refused():
         openenv_gym.create_app(connect_four_v3.env())
     with pytest.raises(TypeError, match="PettingZoo environments only"):
         openenv_gym.create_app("CartPole-v1", opponent=lambda turn: 0)
+
+
+def test_state_and_state_space_are_forwarded(connect_four_url):
+    """A game's global state reaches the clients (PettingZoo's state_test runs in
+    tests/conformance); a game without one raises NotImplementedError, as PettingZoo does."""
+    from pettingzoo.butterfly import cooperative_pong_v6
+
+    with openenv_gym.local_server(cooperative_pong_v6.env) as url:
+        env = openenv_gym.RemoteAECEnv(url, encoding="msgpack")
+        try:
+            env.reset(seed=0)
+            assert env.state() in env.state_space
+        finally:
+            env.close()
+    env = openenv_gym.RemoteAECEnv(connect_four_url)
+    try:
+        env.reset(seed=0)
+        assert not hasattr(env, "state_space")
+        with pytest.raises(NotImplementedError):
+            env.state()
+    finally:
+        env.close()

@@ -162,6 +162,7 @@ class EchoEnvironment(FieldsEnv):
 
     def __init__(self) -> None:
         self.episode_id: str | None = str(uuid.uuid4())
+        self.step_count = 0  # every step, tool calls and listings alike (as OpenEnv's Echo counts)
 
     @classmethod
     def parse_action(cls, data: Any) -> dict[str, Any]:
@@ -172,11 +173,13 @@ class EchoEnvironment(FieldsEnv):
 
     def reset(self, *, seed: int | None = None, episode_id: str | None = None) -> FieldsObservation:
         self.episode_id = episode_id or str(uuid.uuid4())
+        self.step_count = 0
         return FieldsObservation(
             {}, reward=0.0, metadata={"status": "ready", "message": "Echo environment ready!"}
         )
 
     def step(self, action: dict[str, Any]) -> FieldsObservation:
+        self.step_count += 1
         if action.get("type") == "list_tools":
             return FieldsObservation({"tools": [tool.step_listing() for tool in TOOLS]}, reward=None)
         name = action["tool_name"]
@@ -194,7 +197,7 @@ class EchoEnvironment(FieldsEnv):
         return call_tool(name, arguments)
 
     def state(self) -> dict[str, Any]:
-        return {"episode_id": self.episode_id, "step_count": 0}
+        return {"episode_id": self.episode_id, "step_count": self.step_count}
 
 
 # -- the tools ------------------------------------------------------------------

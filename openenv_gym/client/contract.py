@@ -21,6 +21,7 @@ from .. import spaces
 from ..errors import ErrorCode, ProtocolError
 from ..protocol import EXTENSION_KEY, Codec, Observation, ServerMessage, Step
 from ..protocol import gym as gym_data
+from ..protocol.attributes import ATTRIBUTES_VERSION
 from ..protocol.gym import GymStep
 
 __all__ = [
@@ -52,6 +53,8 @@ class Contract:
     extended: bool = False
     render_mode: str | None = None
     env_metadata: dict = {}
+    #: Whether ``/ws`` takes the attribute messages (openenv-gym servers that advertise them).
+    attributes: bool = False
 
     def step_message(self, codec: Codec, action: Any) -> Step:
         """The ``step`` message for ``action``."""
@@ -86,6 +89,9 @@ class GymContract(Contract):
         self.env_metadata = dict(extension.get("metadata") or {})
         self.env_id = extension.get("env_id")
         self.max_episode_steps = extension.get("max_episode_steps")
+        attributes = extension.get("attributes")
+        #: Whether ``/ws`` takes ``call`` / ``get_attr`` / ``set_attr`` (:mod:`~openenv_gym.protocol.attributes`).
+        self.attributes = isinstance(attributes, dict) and attributes.get("version") == ATTRIBUTES_VERSION
 
     def step_message(self, codec: Codec, action: Any) -> Step:
         return gym_data.action_step(codec, self.action_space, action)

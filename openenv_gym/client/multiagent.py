@@ -34,8 +34,9 @@ except ImportError as exc:  # pragma: no cover - depends on the install
 
 from .. import spaces
 from ..errors import OpenEnvGymError, ProtocolMismatchError
-from ..protocol import EXTENSION_KEY, Render, RenderReply, Reset, State, StateReply
+from ..protocol import EXTENSION_KEY, WS_REPLIES, Render, RenderReply, Reset, State, StateReply
 from ..protocol import agents as wire
+from ..protocol.attributes import ATTRIBUTE_REPLIES, Call, read_values
 from .connection import get_json, http_url
 from .options import ConnectOptions
 from .session import RemoteSession
@@ -81,8 +82,11 @@ class _Game:
         self.action_spaces = {a: spaces.restore(d) for a, d in description["action_spaces"].items()}
         self.metadata: dict[str, Any] = dict(description.get("metadata") or {})
         self.render_mode: str | None = description.get("render_mode")
+        state_space = description.get("state_space")
+        self.state_space = spaces.restore(state_space) if isinstance(state_space, dict) else None
         self.session: RemoteSession | None = RemoteSession(
-            self.base_url, options, path=f"{description['path']}?api={api}"
+            self.base_url, options, path=f"{description['path']}?api={api}",
+            replies={**WS_REPLIES, **ATTRIBUTE_REPLIES},
         )
 
     def _live(self) -> RemoteSession:
@@ -108,6 +112,14 @@ class _Game:
         reply = self.session.request(Render())
         return reply.decoded_frame() if isinstance(reply, RenderReply) else None
 
+    def game_state(self) -> Any:
+        """The game's ``state()``, in its ``state_space``."""
+        if self.state_space is None:
+            raise NotImplementedError(f"the game served at {self.base_url} has no state() (no state_space)")
+        session = self._live()
+        (value,) = read_values(session.codec, session.request(Call("state")))  # an array keeps its dtype
+        return value
+
     def state(self) -> dict:
         """The session's episode state on the server (``episode_id``, ``step_count``...)."""
         reply = self._live().request(State())
@@ -129,6 +141,8 @@ class _RemoteGame:
         self.possible_agents = list(self._game.possible_agents)
         self.metadata = self._game.metadata
         self.render_mode = self._game.render_mode
+        if self._game.state_space is not None:
+            self.state_space = self._game.state_space
 
     def observation_space(self, agent: str) -> gym.Space:
         return self._game.observation_spaces[agent]
@@ -138,6 +152,11 @@ class _RemoteGame:
 
     def render(self) -> Any:
         return self._game.render()
+
+    def state(self) -> Any:
+        """The game's global state (PettingZoo's ``state()``), in ``state_space``;
+        ``NotImplementedError`` for a game that has none, as PettingZoo raises."""
+        return self._game.game_state()
 
     def server_state(self) -> dict:
         """The server's episode state of this session (``episode_id``, ``step_count``, ...)."""

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
     from .options import ConnectKwargs
 
-__all__ = ["RemoteEnv"]
+__all__ = ["RemoteEnv", "owned_arrays"]
 
 
 class RemoteEnv(gym.Env):
@@ -139,7 +139,7 @@ class RemoteEnv(gym.Env):
             self._live_or_closed()
             reply = self.reconnect.call(attempt)
         step = self.contract.read(self._live().codec, reply)
-        obs, info = _owned(step.obs), _owned(step.info)
+        obs, info = owned_arrays(step.obs), owned_arrays(step.info)
         self._last_obs = obs
         if lost is not None:
             info[RECONNECTED] = True
@@ -159,9 +159,9 @@ class RemoteEnv(gym.Env):
             session.close()
             self._session, self._lost = None, exc
             info = {RECONNECTED: True, LOST_REASON: str(exc)}
-            return _owned(self._last_obs, always=True), 0.0, False, True, info
-        obs = self._last_obs = _owned(step.obs)
-        return obs, step.reward, step.terminated, step.truncated, _owned(step.info)
+            return owned_arrays(self._last_obs, always=True), 0.0, False, True, info
+        obs = self._last_obs = owned_arrays(step.obs)
+        return obs, step.reward, step.terminated, step.truncated, owned_arrays(step.info)
 
     def state(self) -> dict[str, Any]:
         """The server's state of this session (``episode_id``, ``step_count``, ...)."""
@@ -178,7 +178,7 @@ class RemoteEnv(gym.Env):
         if self.render_mode is None or not self.contract.extended:
             return None
         reply = self._live().request(Render())
-        return _owned(reply.decoded_frame()) if isinstance(reply, RenderReply) else None
+        return owned_arrays(reply.decoded_frame()) if isinstance(reply, RenderReply) else None
 
     def close(self) -> None:
         """Tell the server to end the session and close the connection (idempotent)."""
@@ -201,7 +201,7 @@ class RemoteEnv(gym.Env):
         return self._session
 
 
-def _owned(value: Any, *, always: bool = False) -> Any:
+def owned_arrays(value: Any, *, always: bool = False) -> Any:
     """``value`` with every read-only array replaced by a copy the caller owns.
 
     msgpack frames decode arrays as read-only views of the received bytes (no
@@ -212,9 +212,9 @@ def _owned(value: Any, *, always: bool = False) -> Any:
     if isinstance(value, np.ndarray):
         return value.copy() if always or not value.flags.writeable else value
     if isinstance(value, dict):
-        return {key: _owned(item, always=always) for key, item in value.items()}
+        return {key: owned_arrays(item, always=always) for key, item in value.items()}
     if isinstance(value, tuple):
-        items = [_owned(item, always=always) for item in value]
+        items = [owned_arrays(item, always=always) for item in value]
         return type(value)(*items) if hasattr(value, "_fields") else tuple(items)
     return value
 

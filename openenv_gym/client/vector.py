@@ -44,17 +44,29 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from ..errors import CapacityReachedError, ConnectionClosedError, OpenEnvGymError, ProtocolMismatchError
+from ..errors import (
+    CapacityReachedError,
+    ConnectionClosedError,
+    EnvClosedError,
+    MessageTimeoutError,
+    NoPendingCallError,
+    PendingCallError,
+    ProtocolMismatchError,
+    SpaceMismatchError,
+    WaitTimeoutError,
+)
 from ..protocol import EXTENSION_KEY, WS_REPLIES
 from ..protocol import vector as wire
+from ..protocol.attributes import ATTRIBUTE_REPLIES
 from ..protocol.vector import AutoresetLike
 from .async_session import AsyncSession, BlockingSession
 from .connection import get_json, http_url
 from .contract import Contract, contract_from_schema
 from .loop import InlineRunner, LoopThread
 from .options import ConnectOptions
+from .remote_env import owned_arrays
 from .session import RemoteSession
-from .vector_units import Batch, Recovery, SessionUnit, VectorUnit, concat_batches
+from .vector_units import Batch, Recovery, SessionUnit, VectorUnit, check_batch, concat_batches
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -68,6 +80,8 @@ VectorMode = Literal["auto", "batched", "sessions"]
 Unit = SessionUnit | VectorUnit
 #: Every reply of a ``/vector`` session, the one to ``vector_open`` included.
 _VECTOR_REPLIES = {**wire.OPEN_REPLIES, **wire.VECTOR_REPLIES}
+#: Every reply of a ``/ws`` session of sessions mode.
+_SESSION_REPLIES = {**WS_REPLIES, **ATTRIBUTE_REPLIES}
 
 
 @dataclass(frozen=True)
@@ -201,6 +215,9 @@ class RemoteVectorEnv(VectorEnv):
         self.metadata["render_modes"] = [self.render_mode] if self.render_mode else []
 
         self._inflight: set[int] = set()  # units with a send() in progress
+        self._waiting: str | None = None  # "reset" / "step": the *_async call a *_wait collects
+        #: Each env's seed, as far as this client set it (-1: the server env's own).
+        self._env_seeds = [-1] * num_envs
         self._ready: deque[Batch | BaseException] = deque()
         self._ready_event: asyncio.Event | None = None
         self._units = self._open_units(plan)
@@ -227,7 +244,7 @@ class RemoteVectorEnv(VectorEnv):
         first = contracts[0]
         for url, contract in zip(urls[1:], contracts[1:]):
             if (contract.observation_space, contract.action_space) != (first.observation_space, first.action_space):
-                raise OpenEnvGymError(
+                raise SpaceMismatchError(
                     f"{url} serves different spaces than {urls[0]} "
                     f"({contract.observation_space} / {contract.action_space} vs "
                     f"{first.observation_space} / {first.action_space}); all servers must serve the same env"
@@ -298,7 +315,7 @@ class RemoteVectorEnv(VectorEnv):
     async def _open(self, plan: _Plan, recovery: Recovery | None) -> list[Unit]:
         self._ready_event = asyncio.Event()
         batched = plan.mode == "batched"
-        path, replies = (wire.VECTOR_PATH, _VECTOR_REPLIES) if batched else ("/ws", WS_REPLIES)
+        path, replies = (wire.VECTOR_PATH, _VECTOR_REPLIES) if batched else ("/ws", _SESSION_REPLIES)
         blocks: list[tuple[int, np.ndarray]] = []  # (server, env ids) per unit
         start = 0
         for server, size in enumerate(plan.sizes):
@@ -352,15 +369,9 @@ class RemoteVectorEnv(VectorEnv):
     ) -> tuple[Any, dict[str, Any]]:
         """Reset all envs, or those of ``options["reset_mask"]`` (a bool array)
         as ``SyncVectorEnv`` does; an int seed gives env ``i`` the seed ``seed + i``."""
-        seeds = self._seeds(seed)
-        options = dict(options) if options else None
-        mask = options.pop("reset_mask", None) if options else None
-        if mask is not None:
-            if not isinstance(mask, np.ndarray) or mask.dtype != np.bool_ or mask.shape != (self.num_envs,):
-                raise ValueError(f"options['reset_mask'] must be a bool numpy array of shape ({self.num_envs},)")
-            if not mask.any():
-                raise ValueError("options['reset_mask'] must contain at least one True value")
+        runner = self._live()
         self._drain("reset")
+        seeds, options, mask = self._reset_args(seed, options)
 
         async def reset_all() -> Batch:
             return concat_batches(self.single_observation_space, await self._gather([
@@ -369,12 +380,41 @@ class RemoteVectorEnv(VectorEnv):
                 for unit in self._units
             ]))
 
-        batch = self._live().run(reset_all())
+        batch = runner.run(reset_all())
         return self._copy(batch.obs), batch.infos
 
+    def _reset_args(
+        self, seed: int | Sequence[int | None] | None, options: dict[str, Any] | None
+    ) -> tuple[list, dict[str, Any] | None, np.ndarray | None]:
+        """The seed per env, the options, and the ``reset_mask`` of a reset,
+        checked as ``SyncVectorEnv`` checks them (the errors it raises)."""
+        seeds = self._seeds(seed)
+        options = dict(options) if options else None
+        mask = options.pop("reset_mask", None) if options else None
+        if mask is not None:  # SyncVectorEnv's checks, errors and messages
+            if not isinstance(mask, np.ndarray):
+                raise TypeError(f"`options['reset_mask']` must be a numpy array, got {type(mask)}")
+            if mask.shape != (self.num_envs,):
+                raise ValueError(f"`options['reset_mask']` must have shape `({self.num_envs},)`, got {mask.shape}")
+            if mask.dtype != np.bool_:
+                raise TypeError(f"`options['reset_mask']` must have `dtype=np.bool_`, got {mask.dtype}")
+            if not mask.any():
+                raise ValueError(
+                    f"`options['reset_mask']` must contain a boolean array with at least one True value, "
+                    f"got reset_mask={mask}"
+                )
+        for i, s in enumerate(seeds):
+            if s is not None and (mask is None or mask[i]):
+                self._env_seeds[i] = int(s)
+        return seeds, options, mask
+
     def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """Step every env with its entry of ``actions`` (a batch of exactly
+        ``num_envs`` actions: ``ValueError`` otherwise, before any env steps)."""
+        runner = self._live()
         self._drain("step")
         space = self.single_action_space
+        check_batch(space, actions, self.num_envs)
 
         async def step_all() -> Batch:
             units = self._units
@@ -384,7 +424,7 @@ class RemoteVectorEnv(VectorEnv):
                 [unit.step(space, actions, unit.env_ids) for unit in units]
             ))
 
-        return self._output(self._live().run(step_all()), with_ids=False)
+        return self._output(runner.run(step_all()), with_ids=False)
 
     def render(self) -> tuple[Any, ...] | None:
         """The frames of every env (``None`` when the server has no render mode)."""
@@ -394,11 +434,12 @@ class RemoteVectorEnv(VectorEnv):
         return tuple(f for unit_frames in frames for f in unit_frames)
 
     def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
-        """Call a public method (or read a public attribute) of every sub-env (batched mode)."""
+        """Call a public method (or read a public attribute) of every sub-env
+        (openenv-gym servers, both modes; the arguments and results are data)."""
         return self._forward(wire.Call(name, list(args), kwargs))
 
     def get_attr(self, name: str) -> tuple[Any, ...]:
-        """A public attribute of every sub-env (batched mode)."""
+        """A public attribute of every sub-env (openenv-gym servers, both modes)."""
         return self._forward(wire.GetAttr(name))
 
     def set_attr(self, name: str, values: list[Any] | tuple[Any, ...] | Any) -> None:
@@ -406,12 +447,21 @@ class RemoteVectorEnv(VectorEnv):
         if isinstance(values, (list, tuple)):
             if len(values) != self.num_envs:
                 raise ValueError(f"values must have one entry per env ({self.num_envs}), not {len(values)}")
-            per_unit = [type(values)(values[i] for i in unit.env_ids) for unit in self._units]
+            per_env = list(values)
         else:
-            per_unit = [values] * len(self._units)
+            per_env = [values] * self.num_envs
         self._live().run(self._gather([
-            unit.call(wire.SetAttr(name, v)) for unit, v in zip(self._units, per_unit)
+            unit.call(wire.SetAttr(name, [per_env[i] for i in unit.env_ids])) for unit in self._units
         ]))
+
+    @property
+    def np_random_seed(self) -> tuple[int, ...]:  # type: ignore[override]  # SyncVectorEnv: one per env
+        """The seed of every sub-env's ``np_random``, as ``SyncVectorEnv`` gives
+        them: from the servers (openenv-gym ones); from stock servers, the seeds
+        this client reset the envs with, ``-1`` for those it never seeded."""
+        if all(unit.contract.attributes for unit in self._units):
+            return tuple(int(s) for s in self.get_attr("np_random_seed"))
+        return tuple(self._env_seeds)
 
     def _forward(self, message: Any) -> tuple[Any, ...]:
         results = self._live().run(self._gather([unit.call(message) for unit in self._units]))
@@ -451,18 +501,25 @@ class RemoteVectorEnv(VectorEnv):
                     options: dict[str, Any] | None = None) -> None:
         """Reset every env in the background, like EnvPool's ``async_reset``:
         :meth:`recv` then returns the reset observations, ``batch_size`` at a time."""
-        seeds = self._seeds(seed)
+        runner = self._live()
         self._drain("async_reset")
+        seeds, options, mask = self._reset_args(seed, options)
 
         async def dispatch() -> None:
             for index, unit in enumerate(self._units):
-                self._start(index, unit.reset([seeds[i] for i in unit.env_ids], options, None))
+                rows = None if mask is None else mask[unit.env_ids]
+                self._start(index, unit.reset([seeds[i] for i in unit.env_ids], options, rows))
 
-        self._live().run(dispatch())
+        runner.run(dispatch())
 
     def recv(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """The first ``batch_size`` envs to answer, with their ids in ``info["env_id"]``."""
-        n = self.batch_size
+        return self._output(self._collect(self.batch_size, None), with_ids=True)
+
+    def _collect(self, n: int, timeout: float | None, *, in_order: bool = False) -> Batch:
+        """The first ``n`` envs to answer (in env order with ``in_order``),
+        waiting ``timeout`` seconds (``message_timeout`` when ``None``) for each."""
+        limit = self.message_timeout if timeout is None else timeout
 
         async def collect() -> Batch:
             assert self._ready_event is not None
@@ -476,18 +533,72 @@ class RemoteVectorEnv(VectorEnv):
                     )
                 self._ready_event.clear()
                 try:
-                    await asyncio.wait_for(self._ready_event.wait(), self.message_timeout)
+                    await asyncio.wait_for(self._ready_event.wait(), limit)
                 except asyncio.TimeoutError:
-                    raise OpenEnvGymError(f"no env answered within {self.message_timeout} s") from None
+                    kind = MessageTimeoutError if timeout is None else WaitTimeoutError
+                    raise kind(f"no env answered within {limit} s") from None
             batches: list[Batch] = []
             while sum(len(b) for b in batches) < n:
                 item = self._ready.popleft()
                 if isinstance(item, BaseException):
                     raise item
                 batches.append(item)
+            if in_order:
+                batches.sort(key=lambda b: int(b.env_ids[0]))
             return concat_batches(self.single_observation_space, batches)
 
-        return self._output(self._live().run(collect()), with_ids=True)
+        return self._live().run(collect())
+
+    # -- AsyncVectorEnv's API, on send / recv -----------------------------------
+
+    def reset_async(self, seed: int | Sequence[int | None] | None = None,
+                    options: dict[str, Any] | None = None) -> None:
+        """``AsyncVectorEnv.reset_async``: start resetting the envs (all, or those
+        of ``options["reset_mask"]``); :meth:`reset_wait` collects them."""
+        self._begin("reset_async")
+        self.async_reset(seed=seed, options=options)
+        self._waiting = "reset"
+
+    def reset_wait(self, timeout: float | None = None) -> tuple[Any, dict[str, Any]]:
+        """``AsyncVectorEnv.reset_wait``: the observations and infos of the reset
+        :meth:`reset_async` started; ``multiprocessing.TimeoutError`` (a
+        :class:`~openenv_gym.errors.WaitTimeoutError`) after ``timeout`` seconds."""
+        batch = self._wait("reset", timeout)
+        return self._copy(batch.obs), batch.infos
+
+    def step_async(self, actions: Any) -> None:
+        """``AsyncVectorEnv.step_async``: start stepping every env; :meth:`step_wait` collects them."""
+        self._begin("step_async")
+        check_batch(self.single_action_space, actions, self.num_envs)
+        self.send(actions)
+        self._waiting = "step"
+
+    def step_wait(self, timeout: float | None = None) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """``AsyncVectorEnv.step_wait``: the results of the step :meth:`step_async`
+        started, in env order; ``multiprocessing.TimeoutError`` (a
+        :class:`~openenv_gym.errors.WaitTimeoutError`) after ``timeout`` seconds."""
+        return self._output(self._wait("step", timeout), with_ids=False)
+
+    def _begin(self, call: str) -> None:
+        self._live()
+        if self._waiting is not None:
+            raise PendingCallError(
+                f"Calling `{call}` while waiting for a pending call to `{self._waiting}` to complete.", self._waiting
+            )
+
+    def _wait(self, what: str, timeout: float | None) -> Batch:
+        self._live()
+        if self._waiting != what:
+            raise NoPendingCallError(f"Calling `{what}_wait` without any prior call to `{what}_async`.", what)
+        try:
+            batch = self._collect(self.num_envs, timeout, in_order=True)
+        except WaitTimeoutError:
+            raise  # still waiting: a later *_wait collects the answers
+        except BaseException:
+            self._waiting = None
+            raise
+        self._waiting = None
+        return batch
 
     def _start(self, index: int, coro: Any) -> None:
         """Run one unit's request in the background; its answer joins the ready queue."""
@@ -514,8 +625,14 @@ class RemoteVectorEnv(VectorEnv):
     def _drain(self, what: str) -> None:
         """Lockstep calls need every env idle: refuse while a send() is in flight,
         and drop answers nobody received (as EnvPool's reset does)."""
+        if self._waiting is not None:
+            raise PendingCallError(
+                f"Calling `{what}` while waiting for a pending call to `{self._waiting}` to complete.", self._waiting
+            )
         if self._inflight:
-            raise OpenEnvGymError(f"{what}() while envs are still stepping after send(): recv() them first")
+            raise PendingCallError(
+                f"{what}() while envs are still stepping after send(): recv() them first", "send"
+            )
         self._ready.clear()
 
     # -- helpers ----------------------------------------------------------------
@@ -545,7 +662,9 @@ class RemoteVectorEnv(VectorEnv):
         return results
 
     def _copy(self, obs: Any) -> Any:
-        return deepcopy(obs) if self.copy else obs
+        """``obs`` as the caller gets it: a copy, or with ``copy=False`` the
+        batch itself, but never a read-only view of a received frame."""
+        return deepcopy(obs) if self.copy else owned_arrays(obs)
 
     def _output(self, batch: Batch, *, with_ids: bool) -> tuple:
         infos = batch.infos
@@ -558,14 +677,18 @@ class RemoteVectorEnv(VectorEnv):
 
     def _live(self) -> LoopThread | InlineRunner:
         if self._loop is None or self.closed:
-            raise OpenEnvGymError("this RemoteVectorEnv is closed; create a new one to reconnect")
+            raise EnvClosedError("this RemoteVectorEnv is closed; create a new one to reconnect")
         return self._loop
 
     def close_extras(self, **kwargs: Any) -> None:
-        """Close every session and stop the event loop (idempotent)."""
+        """Close every session and stop the event loop (idempotent); a pending
+        ``*_async`` call is dropped with the warning ``AsyncVectorEnv`` gives."""
         loop, self._loop = getattr(self, "_loop", None), None
         if loop is None:
             return
+        if self._waiting is not None:
+            gym.logger.warn(f"Calling `close` while waiting for a pending call to `{self._waiting}` to complete.")
+            self._waiting = None
         units, self._units = self._units, []
 
         async def close_all() -> None:

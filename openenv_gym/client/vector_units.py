@@ -41,7 +41,9 @@ from .async_session import AsyncSession, BlockingSession
 from .contract import Contract
 from .retry import LOST_REASON, RECONNECTED, RECOVERABLE, Reconnect
 
-__all__ = ["Batch", "Recovery", "SessionUnit", "VectorUnit", "concat_batches", "take_rows", "infos_for"]
+__all__ = [
+    "Batch", "Recovery", "SessionUnit", "VectorUnit", "concat_batches", "take_rows", "infos_for", "check_batch",
+]
 
 Session = AsyncSession | BlockingSession
 #: Opens a new connection for a unit (its first request is the unit's own).
@@ -99,6 +101,42 @@ def take_rows(space: gym.Space, value: Any, rows: np.ndarray) -> Any:
     if isinstance(space, gym.spaces.Dict):
         return {k: take_rows(s, value[k], rows) for k, s in space.spaces.items()}
     return tuple(value[int(r)] for r in rows)
+
+
+def check_batch(space: gym.Space, value: Any, n: int, path: str = "actions") -> None:
+    """Raise ``ValueError`` unless ``value`` holds exactly ``n`` entries of the
+    single space ``space``, batched as ``batch_space`` batches them, and
+    ``TypeError`` when it is no batch at all (before anything is sent: no env
+    steps on a batch of the wrong size).
+
+        >>> check_batch(gym.spaces.Discrete(2), [0, 1, 1], 2)
+        Traceback (most recent call last):
+        ...
+        ValueError: actions holds 3 entries, not one per env (2)
+    """
+    if isinstance(space, gym.spaces.Tuple):
+        if not isinstance(value, (tuple, list)) or len(value) != len(space.spaces):
+            raise ValueError(f"{path} must be a tuple of {len(space.spaces)} batches (a Tuple space), not {value!r}")
+        for i, part in enumerate(space.spaces):
+            check_batch(part, value[i], n, f"{path}[{i}]")
+        return
+    if isinstance(space, gym.spaces.Dict):
+        if not isinstance(value, dict) or set(value) != set(space.spaces):
+            raise ValueError(f"{path} must be a dict of batches with the keys {list(space.spaces)}, not {value!r}")
+        for key, part in space.spaces.items():
+            check_batch(part, value[key], n, f"{path}[{key!r}]")
+        return
+    if isinstance(space, _ARRAY_SPACES):
+        try:
+            shape = np.shape(value)
+        except ValueError:  # ragged
+            shape = (len(value),) if isinstance(value, (list, tuple)) else ()
+    else:
+        shape = (len(value),) if isinstance(value, (list, tuple)) else ()
+    if not shape:  # not a batch at all: Gymnasium's iterate raises TypeError
+        raise TypeError(f"{path} must be a batch of {n} entries, one per env, not {value!r}")
+    if shape[0] != n:
+        raise ValueError(f"{path} holds {shape[0]} entries, not one per env ({n})")
 
 
 def _item(space: gym.Space, value: Any, row: int) -> Any:
@@ -304,6 +342,18 @@ class _Unit:
     def _lost_info(self) -> dict:
         return {RECONNECTED: True, LOST_REASON: self._lost}
 
+    async def call(self, message: Any) -> list:
+        """A ``call`` / ``get_attr`` / ``set_attr`` (``values``: one per env) or
+        ``render`` message to the unit's envs; the per-env values of the reply."""
+        session = self._live()
+        if isinstance(message, wire.SetAttr):  # values of no space: the codec says how they travel
+            values, hints = session.codec.pack_data(message.values)
+            message = wire.SetAttr(message.name, values, hints)
+        reply = await session.request(message)
+        if isinstance(reply, wire.SetAttrDone):
+            return []
+        return wire.read_values(session.codec, reply)
+
     async def close(self) -> None:
         if self.session is not None:
             await self.session.close()
@@ -416,10 +466,15 @@ class SessionUnit(_Unit):
         return [reply.decoded_frame() if isinstance(reply, RenderReply) else None]
 
     async def call(self, message: Any) -> list:
-        raise OpenEnvGymError(
-            f"{message.type}() needs batched mode: the OpenEnv /ws protocol has no message for it. "
-            f"Use mode='batched' with an openenv-gym server"
-        )
+        """A ``call`` / ``get_attr`` / ``set_attr`` message to this env, over the
+        attribute extension of ``/ws`` (openenv-gym servers that advertise it)."""
+        if not self.contract.attributes:
+            raise OpenEnvGymError(
+                f"{message.type}() needs an openenv-gym server: the OpenEnv /ws protocol has no message "
+                f"for it, and this server does not advertise openenv-gym's attribute messages "
+                f"(x-openenv-gym.attributes in /schema). Serve the env with openenv-gym (a recent one)"
+            )
+        return await super().call(message)
 
 
 class VectorUnit(_Unit):
@@ -461,7 +516,7 @@ class VectorUnit(_Unit):
             trunc = np.asarray(reply.truncations, dtype=np.bool_)
         else:
             r, term, trunc = np.zeros(n), np.zeros(n, np.bool_), np.zeros(n, np.bool_)
-        return Batch(obs, r, term, trunc, wire.read_infos(codec, reply), self.env_ids)
+        return Batch(obs, r, term, trunc, wire.read_infos(codec, reply, self.space), self.env_ids)
 
     def _unchanged(self) -> Batch:
         n = self.size
@@ -576,15 +631,3 @@ class VectorUnit(_Unit):
 
     async def render(self) -> list:
         return await self.call(Render())
-
-    async def call(self, message: Any) -> list:
-        """A ``call`` / ``get_attr`` / ``set_attr`` / ``render`` message to the
-        server's vector env; the per-env values of its reply."""
-        session = self._live()
-        if isinstance(message, wire.SetAttr):  # values of no space: the codec says how they travel
-            values, hints = session.codec.pack_data(message.values)
-            message = wire.SetAttr(message.name, values, hints)
-        reply = await session.request(message)
-        if isinstance(reply, wire.SetAttrDone):
-            return []
-        return wire.read_values(session.codec, reply)

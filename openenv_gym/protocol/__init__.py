@@ -15,6 +15,7 @@ module               what it owns
 :mod:`.messages`     the envelope validator and ``/ws``'s typed messages, both ways
 :mod:`.gym`          the action and observation objects of Gymnasium servers
 :mod:`.vector`       ``/vector``: batched vector sessions
+:mod:`.attributes`   ``call`` / ``get_attr`` / ``set_attr`` on ``/vector`` and ``/ws``
 :mod:`.agents`       ``/agents``: whole PettingZoo games
 :mod:`.mcp`          JSON-RPC 2.0 requests and responses of ``/mcp``
 :mod:`.http`         the bodies of the HTTP routes, under the same limits

@@ -14,6 +14,8 @@ ndarray on a msgpack session::
     C->S {"type": "step", "data": {"actions": <batched actions>}}
     S->C {"type": "vector_observation", "data": {"obs", "rewards", "terminations", "truncations", "infos"}}
 
+``call``, ``get_attr`` and ``set_attr`` reach the sub-envs (:mod:`.attributes`).
+
 Vector infos (Gymnasium's dict of arrays with ``_key`` masks) travel as a tree
 in which dicts are dicts, numeric arrays are arrays, and object arrays
 (``final_obs``, strings, ...) are lists; :func:`pack_infos` and
@@ -32,7 +34,7 @@ in which dicts are dicts, numeric arrays are arrays, and object arrays
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -41,6 +43,19 @@ from gymnasium.vector import AutoresetMode
 
 from .. import spaces
 from ..errors import ErrorCode, ProtocolError
+from .attributes import (
+    ATTRIBUTE_MESSAGES,
+    ATTRIBUTE_REPLIES,
+    Call,
+    CallReply,
+    GetAttr,
+    GetAttrReply,
+    SetAttr,
+    SetAttrDone,
+    Values,
+    read_values,
+    values_reply,
+)
 from .codecs import Codec
 from .messages import (
     ClientMessage,
@@ -72,6 +87,7 @@ __all__ = [
     "VECTOR_MESSAGES",
     "OPEN_REPLIES",
     "VECTOR_REPLIES",
+    "FINAL_OBS",
     "pack_infos",
     "unpack_infos",
     "vector_observation",
@@ -104,19 +120,6 @@ def autoreset_mode(value: AutoresetLike) -> AutoresetMode:
                 return mode
     choices = ", ".join(repr(m.value) for m in AutoresetMode)
     raise ValueError(f"autoreset_mode must be a gymnasium AutoresetMode or one of {choices}, not {value!r}")
-
-
-#: Methods of Gymnasium envs that reach an attribute named by their first argument.
-_ATTRIBUTE_METHODS = frozenset({"get_wrapper_attr", "set_wrapper_attr", "has_wrapper_attr"})
-
-
-def _public_name(data: Mapping[str, Any], loc: list | None = None) -> str:
-    name = data.get("name")
-    if not isinstance(name, str) or not name.isidentifier() or name.startswith("_"):
-        raise validation_error(
-            loc or ["name"], "Input should be the name of a public attribute (no leading underscore)", name
-        )
-    return name
 
 
 # -- client -> server ----------------------------------------------------------------
@@ -203,75 +206,12 @@ class VectorStep(ClientMessage):
         return {"type": "step", "data": data}
 
 
-@dataclass(frozen=True, slots=True)
-class Call(ClientMessage):
-    """Call a public method (or read a public attribute) of every env."""
-
-    type: ClassVar[str] = "call"
-
-    name: str
-    args: list = field(default_factory=list)
-    kwargs: dict = field(default_factory=dict)
-
-    @classmethod
-    def from_data(cls, data: dict | None) -> Call:
-        data = data or {}
-        args, kwargs = data.get("args") or [], data.get("kwargs") or {}
-        if not isinstance(args, list) or not isinstance(kwargs, dict):
-            raise validation_error(["args"], "args must be a list and kwargs an object", data)
-        name = _public_name(data)
-        if name in _ATTRIBUTE_METHODS:  # they reach an attribute by name: public ones only
-            attribute = args[0] if args else kwargs.get("name")
-            _public_name({"name": attribute}, ["args", 0] if args else ["kwargs", "name"])
-        return cls(name, args, kwargs)
-
-    def to_wire(self) -> dict:
-        return {"type": "call", "data": {"name": self.name, "args": list(self.args), "kwargs": dict(self.kwargs)}}
-
-
-@dataclass(frozen=True, slots=True)
-class GetAttr(ClientMessage):
-    """Read a public attribute of every env."""
-
-    type: ClassVar[str] = "get_attr"
-
-    name: str
-
-    @classmethod
-    def from_data(cls, data: dict | None) -> GetAttr:
-        return cls(_public_name(data or {}))
-
-    def to_wire(self) -> dict:
-        return {"type": "get_attr", "data": {"name": self.name}}
-
-
-@dataclass(frozen=True, slots=True)
-class SetAttr(ClientMessage):
-    """Set a public attribute of every env: one value for all, or a list with one per env."""
-
-    type: ClassVar[str] = "set_attr"
-
-    name: str
-    values: Any
-    types: Any = None
-
-    @classmethod
-    def from_data(cls, data: dict | None) -> SetAttr:
-        data = data or {}
-        return cls(_public_name(data), data.get("values"), data.get("types"))
-
-    def to_wire(self) -> dict:
-        data: dict = {"name": self.name, "values": self.values}
-        if self.types is not None:
-            data["types"] = self.types
-        return {"type": "set_attr", "data": data}
-
-
 #: The one message a ``/vector`` session starts with.
 OPEN_MESSAGES: Mapping[str, type[ClientMessage]] = {VectorOpen.type: VectorOpen}
 #: The messages of an open ``/vector`` session.
 VECTOR_MESSAGES: Mapping[str, type[ClientMessage]] = {
-    cls.type: cls for cls in (VectorReset, VectorStep, Call, GetAttr, SetAttr, Render, Close)
+    **{cls.type: cls for cls in (VectorReset, VectorStep, Render, Close)},
+    **ATTRIBUTE_MESSAGES,
 }
 
 
@@ -338,74 +278,19 @@ class VectorObservation(ServerMessage):
         return {"type": "vector_observation", "data": data}
 
 
-@dataclass(frozen=True, slots=True)
-class _Values(ServerMessage):
-    """One value per env (``types``: their type hints, on JSON)."""
-
-    values: list
-    types: Any = None
-
-    @classmethod
-    def from_data(cls, data: dict) -> _Values:
-        values = data.get("values")
-        return cls(values if isinstance(values, list) else [], data.get("types"))
-
-    def to_wire(self) -> dict:
-        data: dict = {"values": self.values}
-        if self.types is not None:
-            data["types"] = self.types
-        return {"type": self.type, "data": data}
-
-
-class CallReply(_Values):
-    """What a ``call`` returned, per env."""
-
-    type: ClassVar[str] = "call"
-    __slots__ = ()
-
-
-class GetAttrReply(_Values):
-    """The attribute ``get_attr`` asked for, per env."""
-
-    type: ClassVar[str] = "get_attr"
-    __slots__ = ()
-
-
-class RenderFrames(_Values):
+class RenderFrames(Values):
     """Every env's rendered frame."""
 
     type: ClassVar[str] = "render"
     __slots__ = ()
 
 
-class SetAttrDone(ServerMessage):
-    """``set_attr`` is done."""
-
-    type: ClassVar[str] = "set_attr"
-    __slots__ = ()
-
-    @classmethod
-    def from_data(cls, data: dict) -> SetAttrDone:
-        return cls()
-
-    def to_wire(self) -> dict:
-        return {"type": "set_attr", "data": {}}
-
-    def __eq__(self, other: object) -> bool:
-        return type(other) is type(self)
-
-    def __hash__(self) -> int:
-        return hash(type(self))
-
-
 #: The reply to ``vector_open``.
 OPEN_REPLIES: Mapping[str, type[ServerMessage]] = {VectorOpened.type: VectorOpened}
 #: The replies of an open ``/vector`` session.
 VECTOR_REPLIES: Mapping[str, type[ServerMessage]] = {
-    cls.type: cls for cls in (VectorObservation, CallReply, GetAttrReply, RenderFrames, SetAttrDone)
-}
-_VALUES_REPLIES: Mapping[str, type[_Values]] = {
-    cls.type: cls for cls in (CallReply, GetAttrReply, RenderFrames)
+    **{cls.type: cls for cls in (VectorObservation, RenderFrames)},
+    **ATTRIBUTE_REPLIES,
 }
 
 
@@ -443,27 +328,40 @@ def unpack_infos(tree: Any) -> dict:
     return out
 
 
+#: The info key of same-step autoreset's last observations: each one travels
+#: encoded by the single observation space, as observations do (a Graph
+#: observation arrives as a ``GraphInstance``, not as generic data).
+FINAL_OBS = "final_obs"
+
+
 def vector_observation(
     codec: Codec,
     space: gym.Space,
     obs: Any,
     infos: dict,
     *,
+    single_space: gym.Space,
     rewards: Any = None,
     terminations: Any = None,
     truncations: Any = None,
 ) -> VectorObservation:
     """The reply to a ``reset`` (no rewards) or ``step`` of a vector env whose
-    batched observation space is ``space``. Observations outside it are the
-    env's fault: EXECUTION_ERROR."""
+    batched observation space is ``space`` (of ``single_space``). Observations
+    outside it are the env's fault: EXECUTION_ERROR."""
     try:
         encoded = codec.pack_space(space, obs, path="obs")
+        infos = pack_infos(infos)
+        if isinstance(infos.get(FINAL_OBS), list):
+            infos[FINAL_OBS] = [
+                None if x is None else codec.pack_space(single_space, x, path=f"infos.{FINAL_OBS}[{i}]")
+                for i, x in enumerate(infos[FINAL_OBS])
+            ]
     except (spaces.SpaceValueError, TypeError, ValueError) as exc:
         raise ProtocolError(
             ErrorCode.EXECUTION_ERROR,
             f"The vector env returned observations that do not fit {space}: {exc}",
         ) from exc
-    tree, hints = codec.pack_data(pack_infos(infos))
+    tree, hints = codec.pack_data(infos)
     if rewards is None:
         return VectorObservation(encoded, tree, types=None if hints is None else {"infos": hints})
     return VectorObservation(
@@ -476,20 +374,14 @@ def vector_observation(
     )
 
 
-def read_infos(codec: Codec, message: VectorObservation) -> dict:
-    """The vector infos of a :class:`VectorObservation`."""
+def read_infos(codec: Codec, message: VectorObservation, single_space: gym.Space) -> dict:
+    """The vector infos of a :class:`VectorObservation` whose envs' observation
+    space is ``single_space``."""
     hints = (message.types or {}).get("infos")
-    return unpack_infos(codec.unpack_data(message.infos, hints))
-
-
-def values_reply(codec: Codec, kind: str, values: list) -> _Values:
-    """The reply to ``call``, ``get_attr`` or ``render``: one value per env."""
-    data, hints = codec.pack_data(values)
-    return _VALUES_REPLIES[kind](data, hints)
-
-
-def read_values(codec: Codec, reply: ServerMessage) -> list:
-    """The per-env values of a :func:`values_reply`."""
-    if not isinstance(reply, _Values):
-        raise ProtocolError(ErrorCode.SESSION_ERROR, f"Expected values, got {reply.type!r}")
-    return list(codec.unpack_data(reply.values, reply.types) or [])
+    infos = unpack_infos(codec.unpack_data(message.infos, hints))
+    final = infos.get(FINAL_OBS)
+    if isinstance(final, np.ndarray) and final.dtype == object:
+        for i, x in enumerate(final):
+            if x is not None:
+                final[i] = codec.unpack_space(single_space, x, path=f"infos.{FINAL_OBS}[{i}]")
+    return infos

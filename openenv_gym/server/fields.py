@@ -19,7 +19,7 @@ from ..protocol import (
     jsonable,
     validation_error,
 )
-from .session import Session, describe_error
+from .session import Session, env_error
 from .tools import Tool, env_tool
 
 __all__ = ["FieldsSession"]
@@ -54,7 +54,7 @@ class FieldsSession(Session):
             except ProtocolError:
                 raise
             except Exception as exc:  # noqa: BLE001 - env errors go back to the client
-                raise ProtocolError(ErrorCode.EXECUTION_ERROR, describe_error(exc)) from exc
+                raise env_error(exc) from exc
         if isinstance(message, Render):
             raise ProtocolError(ErrorCode.UNKNOWN_TYPE, "Unknown message type: render")
         return await super().handle(message)

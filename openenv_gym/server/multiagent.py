@@ -34,8 +34,9 @@ import gymnasium as gym
 import numpy as np
 
 from .. import spaces
-from ..protocol import ClientMessage, Reset, ServerMessage, Step, jsonable
+from ..protocol import WS_MESSAGES, ClientMessage, Reset, ServerMessage, Step, jsonable
 from ..protocol import agents as wire
+from ..protocol.attributes import ATTRIBUTE_MESSAGES
 from .routes import Opening, Route
 from .session import EnvHost, Session
 
@@ -117,6 +118,16 @@ def _legal_actions(space: gym.Space, mask: np.ndarray | None) -> list[int] | Non
     return [start + int(i) for i in np.flatnonzero(mask)]
 
 
+def _state_space(probe: Any) -> gym.Space | None:
+    """A game's ``state_space``, when it has one (PettingZoo's wrappers raise
+    ``AttributeError`` for a game without)."""
+    try:
+        space = probe.state_space
+    except (AttributeError, NotImplementedError):
+        return None
+    return space if isinstance(space, gym.Space) else None
+
+
 @dataclass
 class MultiAgentSource:
     """A factory for one PettingZoo game per session, and what every game shares."""
@@ -130,6 +141,9 @@ class MultiAgentSource:
     parallelizable: bool
     render_mode: str | None = None
     env_metadata: dict = field(default_factory=dict)
+    #: The game's ``state_space`` (``None``: it has no global state); clients
+    #: read ``state()`` with a ``call`` message (:mod:`~openenv_gym.protocol.attributes`).
+    state_space: gym.Space | None = None
     opponent: Opponent = random_opponent
 
     @classmethod
@@ -154,6 +168,7 @@ class MultiAgentSource:
             parallelizable=bool(metadata.get("is_parallelizable", False)),
             render_mode=getattr(probe, "render_mode", None),
             env_metadata=metadata,
+            state_space=_state_space(probe),
         )
 
     @property
@@ -191,6 +206,7 @@ class MultiAgentSource:
             "format": spaces.FORMAT,
             "render_mode": self.render_mode,
             "metadata": jsonable(self.env_metadata),
+            **({"state_space": spaces.describe(self.state_space)} if self.state_space is not None else {}),
         }
 
     def seat_spaces(self) -> tuple[gym.Space, gym.Space]:
@@ -390,9 +406,11 @@ class AgentsSession(Session):
 
 
 class AgentsRoute(Route):
-    """``/agents?api=aec|parallel``: a whole PettingZoo game per connection."""
+    """``/agents?api=aec|parallel``: a whole PettingZoo game per connection
+    (with the attribute messages: ``call("state")`` reads the game's state)."""
 
     path = wire.AGENTS_PATH
+    messages = {**WS_MESSAGES, **ATTRIBUTE_MESSAGES}
 
     def session(self, opening: Opening) -> EnvHost:
         api = opening.query.get("api", "aec")

@@ -168,6 +168,14 @@ _FACTORIES: list[tuple[Callable[[Any], bool], Callable[[Any, dict[str, Any]], _F
 
 def _source(factory: _Factory, probe: Any) -> EnvSource:
     """The source of the env ``probe`` (an env ``factory`` built); closes the probe."""
+    if getattr(probe, "render_mode", None) == "human":
+        if callable(getattr(probe, "close", None)):
+            probe.close()
+        raise ValueError(
+            f"{factory.name!r} renders in render_mode='human': a window on the server, which no "
+            f"remote client sees (and pygame, which draws it, is not safe on the server's worker "
+            f"threads). Serve it with render_mode='rgb_array' and show the frames on the client"
+        )
     if isinstance(probe, FieldsEnv):
         return _fields_source(factory, probe)
     if multiagent.is_pettingzoo(probe):
@@ -210,7 +218,7 @@ def _gym_source(factory: _Factory, probe: gym.Env) -> EnvSource:
             session_type=Session,
             schema={},
             render_mode=probe.render_mode,
-            env_metadata=dict(probe.metadata or {}),
+            env_metadata=_served_metadata(probe.metadata),
             max_episode_steps=spec.max_episode_steps if spec is not None else None,
             description=_summary(type(probe.unwrapped)),
             pool=factory.pool,
@@ -264,6 +272,13 @@ def _multiagent_source(factory: _Factory, probe: Any) -> EnvSource:
     )
     source.schema = gym_schema_document(source)
     return source
+
+
+def _served_metadata(metadata: Any) -> dict:
+    """An env's metadata as its clients see it: without ``"jax"``, since
+    observations reach them as numpy arrays (a client that believed them jax
+    arrays, as ``check_env`` does, would wrap the remote env in ``JaxToNumpy``)."""
+    return {k: v for k, v in dict(metadata or {}).items() if k != "jax"}
 
 
 def _summary(cls: type) -> str:

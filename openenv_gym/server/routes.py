@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 
 from ..errors import ProtocolError
 from ..protocol import WS_MESSAGES, ClientMessage, Codec, ErrorReply, ServerMessage, parse_message
+from ..protocol.attributes import ATTRIBUTE_MESSAGES
 from .session import EnvCaller, EnvHost
 from .source import EnvSource
 
@@ -78,9 +79,11 @@ class Route(abc.ABC):
 
 
 class WsRoute(Route):
-    """OpenEnv's ``/ws``: one environment per connection, or the session it attaches to."""
+    """OpenEnv's ``/ws``: one environment per connection, or the session it attaches to
+    (with the attribute messages of :mod:`~openenv_gym.protocol.attributes` besides OpenEnv's)."""
 
     path = "/ws"
+    messages = {**WS_MESSAGES, **ATTRIBUTE_MESSAGES}
     attachable = True
 
     def session(self, opening: Opening) -> EnvHost:

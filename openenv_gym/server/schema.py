@@ -15,6 +15,7 @@ from typing import Any, Literal
 from .. import spaces
 from .._version import __version__
 from ..protocol import EXTENSION_KEY, SUBPROTOCOLS, jsonable
+from ..protocol.attributes import ATTRIBUTES_VERSION
 from ..protocol.vector import VECTOR_PATH, VECTOR_VERSION
 from .source import EnvSource
 
@@ -113,6 +114,7 @@ def gym_schema_document(source: EnvSource) -> dict:
             "vector": {"path": VECTOR_PATH, "version": VECTOR_VERSION},
             "text": {"version": TEXT_VERSION, "query": "text=1"},
             "mcp": {"version": MCP_VERSION, "path": "/mcp", "tools": ["act", "observe", "legal_actions"]},
+            "attributes": {"version": ATTRIBUTES_VERSION},
         },
     }
 

@@ -43,8 +43,19 @@ from ..protocol import (
     State,
     StateReply,
     Step,
+    validation_error,
 )
 from ..protocol import gym as gym_data
+from ..protocol.attributes import (
+    ATTRIBUTE_MESSAGES,
+    Call,
+    CallReply,
+    GetAttr,
+    GetAttrReply,
+    SetAttr,
+    SetAttrDone,
+    values_reply,
+)
 from ..protocol.mcp import JsonRpcMessage, JsonRpcReply, ListTools, tool_action, tool_observation, tools_observation
 from ..text import value_text, view_for, view_for_spaces
 from . import jsonrpc
@@ -53,7 +64,10 @@ from .isolation import EnvCrashed, ProcessEnv
 from .source import EnvSource
 from .tools import Position, Tool, ToolOutcome, gym_tools
 
-__all__ = ["EnvHost", "Session", "EnvCaller", "Execution", "describe_error", "HungCalls", "wants_text"]
+__all__ = [
+    "EnvHost", "Session", "EnvCaller", "Execution", "describe_error", "env_error", "call_attribute", "HungCalls",
+    "wants_text",
+]
 
 logger = logging.getLogger("openenv_gym.server")
 
@@ -459,7 +473,7 @@ class EnvHost:
                 f"call reset to start a new episode",
             ) from exc
         except Exception as exc:  # noqa: BLE001 - env errors go back to the client
-            raise ProtocolError(ErrorCode.EXECUTION_ERROR, describe_error(exc)) from exc
+            raise env_error(exc) from exc
 
     async def close(self) -> None:
         env, self.env = self.env, None
@@ -515,7 +529,29 @@ class Session(EnvHost):
             return await self._render()
         if isinstance(message, (McpRequest, JsonRpcMessage)):
             return await self._jsonrpc(message)
+        if message.type in ATTRIBUTE_MESSAGES:
+            return await self._attribute(message)
         raise ProtocolError(ErrorCode.UNKNOWN_TYPE, f"Unknown message type: {message.type}")
+
+    async def _attribute(self, message: ClientMessage) -> ServerMessage:
+        """``call`` / ``get_attr`` / ``set_attr`` on this session's one env
+        (:mod:`~openenv_gym.protocol.attributes`), as a Gymnasium vector env
+        does them to each of its sub-envs."""
+        env = self._env()
+        if isinstance(message, SetAttr):
+            values = self.codec.unpack_data(message.values, message.types)
+            if not isinstance(values, list) or len(values) != 1:
+                raise validation_error(
+                    ["values"], "A /ws session has one env: values must be a list of one value", message.values
+                )
+            await self.run(env.set_wrapper_attr, message.name, values[0])
+            return SetAttrDone()
+        if isinstance(message, Call):
+            return values_reply(self.codec, CallReply, [
+                await self.run(call_attribute, env, message.name, message.args, message.kwargs)
+            ])
+        assert isinstance(message, GetAttr)
+        return values_reply(self.codec, GetAttrReply, [await self.run(call_attribute, env, message.name, [], {})])
 
     def state(self) -> dict:
         return {
@@ -655,6 +691,22 @@ def wants_text(codec: Codec, query: Mapping[str, str]) -> bool:
     """Whether a session's observations carry their text: always for a stock JSON peer,
     when asked (``?text=1``) for an openenv-gym peer."""
     return not codec.extended or query.get("text", "").lower() in ("1", "true", "yes")
+
+
+def call_attribute(env: Any, name: str, args: list, kwargs: dict) -> Any:
+    """What Gymnasium's vector envs' ``call`` does to one sub-env: its attribute
+    ``name`` (through its wrappers), called with the arguments when callable.
+    PettingZoo games, whose wrappers forward attributes themselves, too."""
+    getter = getattr(env, "get_wrapper_attr", None)
+    attribute = getter(name) if getter is not None else getattr(env, name)
+    return attribute(*args, **kwargs) if callable(attribute) else attribute
+
+
+def env_error(exc: Exception) -> ProtocolError:
+    """The EXECUTION_ERROR for an exception the env raised: its message, and the
+    name of its type in ``exception`` (a client raises a builtin type's own
+    exception class too)."""
+    return ProtocolError(ErrorCode.EXECUTION_ERROR, describe_error(exc), exception=type(exc).__name__)
 
 
 def describe_error(exc: BaseException) -> str:

@@ -123,6 +123,9 @@ class VectorSession(EnvHost):
         self.backend = backend
         self.observation_space = batch_space(source.observation_space, num_envs)
         self.action_space = batch_space(source.action_space, num_envs)
+        #: The envs the next step autoresets (next-step mode): their actions are
+        #: placeholders the vector env ignores, and are not validated.
+        self._autoresetting = np.zeros(num_envs, dtype=np.bool_)
 
     @property
     def in_process(self) -> bool:  # type: ignore[override]
@@ -151,16 +154,18 @@ class VectorSession(EnvHost):
             return await self._reset(message)
         if isinstance(message, wire.Call):
             results = await self.run(self._vector().call, message.name, *message.args, **message.kwargs)
-            return wire.values_reply(self.codec, "call", list(results))
+            return wire.values_reply(self.codec, wire.CallReply, list(results))
         if isinstance(message, wire.GetAttr):
-            return wire.values_reply(self.codec, "get_attr", list(await self.run(self._vector().call, message.name)))
+            return wire.values_reply(
+                self.codec, wire.GetAttrReply, list(await self.run(self._vector().call, message.name))
+            )
         if isinstance(message, wire.SetAttr):
             values = self.codec.unpack_data(message.values, message.types)
             await self.run(self._vector().set_attr, message.name, values)
             return wire.SetAttrDone()
         if isinstance(message, Render):
             frames = await self.run(self._vector().render)
-            return wire.values_reply(self.codec, "render", list(frames or ()))
+            return wire.values_reply(self.codec, wire.RenderFrames, list(frames or ()))
         raise ProtocolError(ErrorCode.UNKNOWN_TYPE, f"Unknown message type: {message.type}")
 
     # -- reset / step ---------------------------------------------------------
@@ -169,6 +174,7 @@ class VectorSession(EnvHost):
         if isinstance(reset.seed, list) and len(reset.seed) != self.num_envs:
             raise validation_error(["seed"], f"A list of seeds needs {self.num_envs} entries", reset.seed)
         options = self.codec.unpack_data(reset.options, reset.types) if reset.options else None
+        mask = None
         if options and "reset_mask" in options:
             mask = np.asarray(options["reset_mask"])
             if mask.dtype != np.bool_ or mask.shape != (self.num_envs,) or not mask.any():
@@ -177,19 +183,25 @@ class VectorSession(EnvHost):
                     f"reset_mask must be {self.num_envs} booleans with at least one true",
                     options["reset_mask"],
                 )
-            if not self._reset_done:
-                raise ProtocolError(ErrorCode.EXECUTION_ERROR, "Reset all envs (no reset_mask) before a masked reset")
+            if not self._reset_done and not mask.all():
+                raise ProtocolError(
+                    ErrorCode.EXECUTION_ERROR,
+                    "Reset all envs (no reset_mask, or an all-true one) before a masked reset",
+                )
             options = {**options, "reset_mask": mask}
         obs, infos = await self.run(self._vector().reset, seed=reset.seed, options=options)
         self._reset_done = True
-        return wire.vector_observation(self.codec, self.observation_space, obs, infos)
+        self._autoresetting[:] = False if mask is None else self._autoresetting & ~mask
+        return wire.vector_observation(
+            self.codec, self.observation_space, obs, infos, single_space=self.source.observation_space
+        )
 
     async def _step(self, step: wire.VectorStep) -> ServerMessage:
         try:
             actions = self.codec.unpack_space(self.action_space, step.actions, step.types, path="actions")
         except spaces.SpaceValueError as exc:
             raise validation_error(["actions"], str(exc), step.actions) from exc
-        if not spaces.contains(self.action_space, actions):
+        if not self._actions_fit(actions):
             raise validation_error(
                 ["actions"], f"The actions are not in the batched action space {self.action_space}", step.actions
             )
@@ -198,10 +210,21 @@ class VectorSession(EnvHost):
                 ErrorCode.EXECUTION_ERROR, "Call reset before step: this vector session has no episodes yet"
             )
         obs, rewards, terminations, truncations, infos = await self.run(self._vector().step, actions)
+        if self.autoreset_mode is gym.vector.AutoresetMode.NEXT_STEP:
+            self._autoresetting = np.logical_or(terminations, truncations)
         return wire.vector_observation(
-            self.codec, self.observation_space, obs, infos,
+            self.codec, self.observation_space, obs, infos, single_space=self.source.observation_space,
             rewards=rewards, terminations=terminations, truncations=truncations,
         )
+
+    def _actions_fit(self, actions: Any) -> bool:
+        """Whether ``actions`` is in the batched action space, but for the
+        entries of the envs this step autoresets (Gymnasium ignores them)."""
+        if not self._autoresetting.any():
+            return spaces.contains(self.action_space, actions)
+        single = self.source.action_space
+        rows = gym.vector.utils.iterate(self.action_space, actions)
+        return all(skip or spaces.contains(single, a) for skip, a in zip(self._autoresetting, rows))
 
     def _vector(self) -> _Backend:
         if self.env is None:

@@ -88,6 +88,10 @@ def upstream_echo_app():
             self._state.step_count += 1
             return super().step(action, timeout_s=timeout_s, **kwargs)
 
+        async def step_async(self, action, timeout_s=None, **kwargs):  # what /ws calls; upstream counts here too
+            self._state.step_count += 1
+            return await super().step_async(action, timeout_s=timeout_s, **kwargs)
+
         @property
         def state(self):
             return self._state

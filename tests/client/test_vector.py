@@ -90,25 +90,28 @@ def test_auto_mode_many_servers_and_make_vec(servers):
         ref.close()
 
 
-def test_call_get_attr_set_attr_render():
+@pytest.mark.parametrize("mode", ["batched", "sessions"])
+def test_call_get_attr_set_attr_render(mode):
+    """Both modes reach the sub-envs' attributes on an openenv-gym server
+    (sessions mode through the attribute messages of /ws)."""
     with openenv_gym.local_server(CompositeEnv, env_kwargs={"render_mode": "rgb_array"}) as url:
-        with pytest.raises(OpenEnvGymError, match="batched"):
-            sessions = openenv_gym.RemoteVectorEnv(url, 2, mode="sessions")
-            try:
-                sessions.get_attr("render_mode")
-            finally:
-                sessions.close()
-        envs = openenv_gym.RemoteVectorEnv(url, 2, mode="batched")
+        envs = openenv_gym.RemoteVectorEnv(url, 2, mode=mode)
         try:
             envs.reset(seed=0)
             assert envs.get_attr("render_mode") == ("rgb_array", "rgb_array")
             envs.set_attr("marker", [1, 2])
             assert envs.get_attr("marker") == (1, 2)
+            envs.set_attr("marker", 7)
+            assert envs.call("get_wrapper_attr", "marker") == (7, 7)
             assert envs.call("render")[0].shape == (8, 8, 3)
             frames = envs.render()
             assert len(frames) == 2 and frames[0].dtype == np.uint8
             with pytest.raises(openenv_gym.errors.ValidationError):
                 envs.get_attr("__class__")
+            with pytest.raises(openenv_gym.errors.ValidationError):
+                envs.call("get_wrapper_attr", "_np_random")
+            with pytest.raises(ValueError, match="one entry per env"):
+                envs.set_attr("marker", [1, 2, 3])
         finally:
             envs.close()
 
@@ -145,6 +148,8 @@ def test_stock_server_sessions_mode_steps_like_sync_vector_env():
         try:
             assert envs.single_action_space == ref.single_action_space
             assert run_parity(envs, ref, AutoresetMode.NEXT_STEP, 60) >= 8
+            with pytest.raises(OpenEnvGymError, match="needs an openenv-gym server"):
+                envs.get_attr("render_mode")  # a stock server has no attribute messages
         finally:
             envs.close()
             ref.close()

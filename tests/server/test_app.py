@@ -29,6 +29,13 @@ def test_create_app_refuses_an_instance():
         openenv_gym.create_app(gym.make("CartPole-v1"))
 
 
+def test_human_rendering_is_refused_with_what_to_do():
+    """A window on the server reaches no client, and pygame draws it unsafely
+    from the server's worker threads: refused when the app is made."""
+    with pytest.raises(ValueError, match="render_mode='rgb_array'"):
+        openenv_gym.create_app("CartPole-v1", env_kwargs={"render_mode": "human"})
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_cli_serves_and_shuts_down_cleanly(sig):
     port = free_port()

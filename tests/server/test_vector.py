@@ -123,7 +123,7 @@ def batch(session: VectorSession, reply: Any) -> tuple:
     assert isinstance(reply, wire.VectorObservation)
     codec = session.codec
     obs = codec.unpack_space(session.observation_space, reply.obs, path="obs")
-    infos = wire.read_infos(codec, reply)
+    infos = wire.read_infos(codec, reply, session.source.observation_space)
     if reply.rewards is None:
         return obs, infos
     return (

@@ -1,0 +1,116 @@
+"""Many openenv-gym servers behind one real uvicorn listener on 127.0.0.1.
+
+The conformance suites build a vector env for nearly every test case, each
+served from the test's own env factories (closures, so the servers run in
+this process). Starting and stopping a uvicorn server per factory costs
+0.2 to 0.3 s; here one uvicorn server runs for the whole test session and
+each :meth:`AppHost.serve` mounts a new app made by
+:func:`openenv_gym.create_app` under a path of its own
+(``http://127.0.0.1:PORT/apps/7``). Each app is a whole openenv-gym server:
+its own sessions, capacity, ``/schema`` and ``/health``; clients reach it by
+that base URL as they would reach a server of its own (a path prefix is part
+of a base URL). :meth:`AppHost.release` drains an app's sessions the way a
+server that shuts down drains them, and unmounts it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import uvicorn
+from starlette.types import Receive, Scope, Send
+
+import openenv_gym
+from openenv_gym.server.run import listening_socket, uvicorn_config
+
+__all__ = ["AppHost", "app_host"]
+
+#: Seconds a released app's sessions get to end before it is unmounted anyway.
+DRAIN_TIMEOUT = 5.0
+
+
+class AppHost:
+    """An ASGI app routing ``/apps/<n>/...`` to the ``n``-th mounted openenv-gym app."""
+
+    def __init__(self) -> None:
+        self.url = ""
+        self._apps: dict[str, Any] = {}
+        self._numbers = itertools.count()
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        self._loop = asyncio.get_running_loop()
+        if scope["path"] == "/health" and scope["type"] == "http":  # the listener itself
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+            await send({"type": "http.response.body", "body": b"{}"})
+            return
+        _, prefix, number, *rest = scope["path"].split("/", 3) + [""]
+        app = self._apps.get(number) if prefix == "apps" else None
+        if app is None:
+            if scope["type"] == "websocket":
+                await send({"type": "websocket.close", "code": 1008})
+            else:
+                await send({"type": "http.response.start", "status": 404, "headers": []})
+                await send({"type": "http.response.body", "body": b"no such app"})
+            return
+        path = "/" + rest[0]
+        await app({**scope, "path": path, "raw_path": path.encode()}, receive, send)
+
+    def serve(self, env: Any, **app_kwargs: Any) -> str:
+        """Mount a new app serving ``env`` (as :func:`~openenv_gym.create_app` takes
+        it); its base URL."""
+        app_kwargs.setdefault("busy_poll", 0.0)  # it shares the tests' process
+        app = openenv_gym.create_app(env, **app_kwargs)
+        number = str(next(self._numbers))
+        self._apps[number] = app
+        return f"{self.url}/apps/{number}"
+
+    def release_all(self) -> None:
+        """Drain and unmount every app (what a server's shutdown does to its sessions)."""
+        apps, self._apps = list(self._apps.values()), {}
+        if self._loop is None or not apps:
+            return
+
+        async def drain() -> None:
+            await asyncio.gather(*(app.state.openenv_gym.drain(DRAIN_TIMEOUT) for app in apps))
+
+        future = asyncio.run_coroutine_threadsafe(drain(), self._loop)
+        with contextlib.suppress(Exception):
+            future.result(DRAIN_TIMEOUT + 5)
+
+
+@contextlib.contextmanager
+def app_host() -> Iterator[AppHost]:
+    """One uvicorn server on 127.0.0.1 running an :class:`AppHost`; always stopped."""
+    host = AppHost()
+    sock = listening_socket("127.0.0.1", 0)
+    host.url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    server = uvicorn.Server(uvicorn_config(host, host="127.0.0.1", port=0, limits=None))
+    server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        _wait_started(server, thread)
+        yield host
+    finally:
+        host.release_all()
+        server.should_exit = True
+        thread.join(10)
+        if thread.is_alive():
+            server.force_exit = True
+            thread.join(5)
+        sock.close()
+
+
+def _wait_started(server: uvicorn.Server, thread: threading.Thread, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not server.started and thread.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    if not server.started:
+        raise RuntimeError("the conformance suites' uvicorn server did not start")
