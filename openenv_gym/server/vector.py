@@ -121,17 +121,22 @@ class VectorSession(EnvHost):
         self.builds = f"a vector env of {num_envs}"
         self.autoreset_mode = wire.autoreset_mode(autoreset)
         self.backend = backend
-        self.observation_space = batch_space(source.observation_space, num_envs)
-        self.action_space = batch_space(source.action_space, num_envs)
+        # What grows with num_envs is made with the env, once the server has found room
+        # for num_envs slots: a peer may ask for any number.
+        self.observation_space: gym.Space = source.observation_space
+        self.action_space: gym.Space = source.action_space
         #: The envs the next step autoresets (next-step mode): their actions are
         #: placeholders the vector env ignores, and are not validated.
-        self._autoresetting = np.zeros(num_envs, dtype=np.bool_)
+        self._autoresetting = np.zeros(0, dtype=np.bool_)
 
     @property
     def in_process(self) -> bool:  # type: ignore[override]
         return self.backend in ("sync", "envpool")
 
     def _make(self) -> _Backend:
+        self.observation_space = batch_space(self.source.observation_space, self.num_envs)
+        self.action_space = batch_space(self.source.action_space, self.num_envs)
+        self._autoresetting = np.zeros(self.num_envs, dtype=np.bool_)
         if self.call.isolated:  # each env in a process of its own already: step them in turn
             fns = [self.source.make_isolated] * self.num_envs
             return gym.vector.SyncVectorEnv(fns, autoreset_mode=self.autoreset_mode, copy=False)
@@ -176,7 +181,10 @@ class VectorSession(EnvHost):
         options = self.codec.unpack_data(reset.options, reset.types) if reset.options else None
         mask = None
         if options and "reset_mask" in options:
-            mask = np.asarray(options["reset_mask"])
+            try:
+                mask = np.asarray(options["reset_mask"])
+            except ValueError:  # ragged
+                mask = np.zeros(0, dtype=object)
             if mask.dtype != np.bool_ or mask.shape != (self.num_envs,) or not mask.any():
                 raise validation_error(
                     ["options", "reset_mask"],

@@ -71,6 +71,28 @@ def _opened_backend(url: str) -> str:
         session.close()
 
 
+def test_a_vector_env_larger_than_the_server_is_refused_before_anything_is_built(cartpole_url):
+    """A peer may ask for any number of envs: 10**14 of them is CAPACITY_REACHED, not an
+    allocation of batched spaces that takes the server down."""
+    from openenv_gym.client import ConnectOptions
+    from openenv_gym.client.session import RemoteSession
+    from openenv_gym.errors import CapacityReachedError
+    from openenv_gym.protocol import vector
+
+    session = RemoteSession(cartpole_url, ConnectOptions(encoding="msgpack"), path=vector.VECTOR_PATH,
+                            replies=vector.OPEN_REPLIES)
+    try:
+        with pytest.raises(CapacityReachedError):
+            session.request(vector.VectorOpen(10**14))
+    finally:
+        session.close()
+    envs = openenv_gym.RemoteVectorEnv(cartpole_url, 2, mode="batched")  # the server is fine
+    try:
+        envs.reset(seed=0)
+    finally:
+        envs.close()
+
+
 def _step_a_few_times(url: str) -> None:
     env = openenv_gym.RemoteEnv(url)
     try:
@@ -202,7 +224,7 @@ def test_vector_messages_that_do_not_fit_are_refused_by_field():
         error = await refusal(session, wire.VectorReset([1, 2]))
         assert error.code is ErrorCode.VALIDATION_ERROR and error.extra["errors"][0]["loc"] == ["seed"]
         await answer(session, wire.VectorReset(0))
-        for mask in (np.zeros(3, np.bool_), np.ones(2, np.bool_), np.ones(3, np.int64)):
+        for mask in (np.zeros(3, np.bool_), np.ones(2, np.bool_), np.ones(3, np.int64), [None, []]):
             error = await refusal(session, wire.VectorReset(None, {"reset_mask": mask}))
             assert error.code is ErrorCode.VALIDATION_ERROR, mask
             assert error.extra["errors"][0]["loc"] == ["options", "reset_mask"], mask
