@@ -17,8 +17,7 @@ plain ``Observation``) and routes two FastMCP tools through ``step``:
 As upstream (openenv 0.10 over ``/ws``): tool steps have ``reward`` null and
 ``done`` false and work before any reset; reset answers reward 0.0 and
 ``metadata = {"status": "ready", "message": "Echo environment ready!"}``; the
-state's ``step_count`` stays 0 (0.10's ``/ws`` calls ``step_async``, which
-skips echo's step counter). The same tools are served on ``/mcp``
+state's ``step_count`` counts every step and tool call since the reset. The same tools are served on ``/mcp``
 (``tools/list``, ``tools/call``), so upstream's ``EchoEnv`` client, an
 ``MCPToolClient``, works against it.
 
@@ -194,6 +193,8 @@ class EchoEnvironment(FieldsEnv):
         )
 
     def call_tool(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+        """A tool call through MCP (``tools/call`` on a session), counted as a step."""
+        self.step_count += 1
         return call_tool(name, arguments)
 
     def state(self) -> dict[str, Any]:

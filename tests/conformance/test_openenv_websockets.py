@@ -76,17 +76,13 @@ class SimulationClient:
         return observation["result"]["data"]
 
 
-_NO_MCP_SESSIONS = pytest.mark.xfail(
-    strict=True, raises=RuntimeError,
-    reason="production-mode MCP over HTTP (openenv/session/create on POST /mcp) is not served yet",
-)
 CLIENTS = {
     "mcp": lambda url: MCPToolClient(base_url=url).sync(),
     "simulation": SimulationClient,
 }
 
 
-@pytest.fixture(params=[pytest.param("mcp", marks=_NO_MCP_SESSIONS), "simulation"])
+@pytest.fixture(params=["mcp", "simulation"])
 def client(request, echo_server):
     """Makes clients of the Echo server, of the kind the case runs with."""
     return lambda: CLIENTS[request.param](echo_server)
