@@ -124,12 +124,12 @@ def launch(
         options["runtime_env"] = dict(runtime_env)
     spec = ServerSpec(env, sessions_per_server, host, dict(server_kwargs or {}), options)
     here = ray.get_runtime_context().get_node_id()
-    broker = (
+    broker: Any = (
         ray.remote(PoolBroker)
         .options(
             name=name, namespace=NAMESPACE, num_cpus=0, max_concurrency=1000,
             # The broker stays with the driver: a node lost elsewhere cannot take it.
-            scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=True),
+            scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=False),
         )
         .remote(spec, health_interval, health_timeout)
     )
