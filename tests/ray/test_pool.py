@@ -144,6 +144,25 @@ def test_leases_never_oversubscribe_a_server_from_any_process():
         assert sum(pool.lease(8).placement.values()) == 8
 
 
+def test_the_lease_of_a_holder_that_died_is_released():
+    """An EnvRunner that crashes never closes its env: the broker's health check
+    finds its holder gone and takes the slots back."""
+    with launch(num_servers=1, sessions_per_server=4, name="orphans", health_interval=1.0) as pool:
+
+        @ray.remote(num_cpus=0)
+        class Runner:
+            def make_env(self, name: str) -> int:
+                self.envs = oray.connect(name).vector_env(4)
+                return self.envs.lease.size
+
+        runner = Runner.remote()
+        assert ray.get(runner.make_env.remote("orphans")) == 4
+        assert pool.health()[0]["leased"] == 4
+        ray.kill(runner)
+        wait_until(lambda: pool.health()[0]["leased"] == 0, 30, "the lease released")
+        pool.lease(4).release()
+
+
 @pytest.mark.parametrize("mode", ["batched", "sessions"])
 def test_a_crashed_server_is_restarted_and_its_envs_truncated_without_losing_a_step(mode):
     with launch(COUNTING, name=f"crash-{mode}") as pool:
