@@ -92,6 +92,18 @@ def test_every_url_is_an_openenv_server_and_close_leaves_nothing():
         pool.urls  # noqa: B018 - reading it raises
 
 
+def test_a_pool_serves_pettingzoo_games_too():
+    """Any env create_app serves: here a PettingZoo game, played whole through RemoteAECEnv."""
+    from pettingzoo.test import api_test
+
+    with launch("pettingzoo.classic.connect_four_v3", num_servers=1, name="games") as pool:
+        env = openenv_gym.RemoteAECEnv(pool.urls[0])
+        try:
+            api_test(env, num_cycles=20)
+        finally:
+            env.close()
+
+
 @pytest.mark.parametrize("mode", ["batched", "sessions"])
 def test_vector_env_steps_exactly_like_sync_vector_env(mode):
     with launch(num_servers=3, name=f"exact-{mode}") as pool:
@@ -102,7 +114,7 @@ def test_vector_env_steps_exactly_like_sync_vector_env(mode):
             assert [s["active_sessions"] for s in pool.health()] == [6, 5, 5]
             got, want = envs.reset(seed=42), reference.reset(seed=42)
             np.testing.assert_array_equal(got[0], want[0])
-            actions = np.random.default_rng(0).integers(0, 2, size=(300, 16))
+            actions = np.random.default_rng(0).integers(0, 2, size=(200, 16))
             ends = 0
             for t, action in enumerate(actions):
                 got, want = envs.step(action), reference.step(action)
