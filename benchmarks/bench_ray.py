@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Env servers as Ray actors: how throughput grows with them, and what Ray costs.
 
-    python benchmarks/bench_ray.py              # 3 reps x 2 s windows, ~6 min
+    python benchmarks/bench_ray.py              # 5 reps x 2 s windows, ~6 min
     python benchmarks/bench_ray.py --quick      # 1 rep x 0.8 s windows, ~3 min
 
 Two tables, each measured side by side in one run (reps interleaved). Every client
@@ -126,14 +126,14 @@ def split(urls: list[str], num_envs: int) -> dict[str, int]:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="1 rep x 0.8 s windows")
-    p.add_argument("--reps", type=int, default=None, help="reps per config (default 3, quick 1)")
+    p.add_argument("--reps", type=int, default=None, help="reps per config (default 5, quick 1)")
     p.add_argument("--window", type=float, default=None, help="seconds per timed window (default 2, quick 0.8)")
     p.add_argument("--timeout", type=float, default=1800.0, help="global timeout, seconds")
     p.add_argument("--no-doc", action="store_true", help="do not rewrite docs/distributed.md")
     p.add_argument("--wait-idle", type=float, default=0.0, metavar="SECONDS",
                    help="first wait up to SECONDS for the CPUs to be idle (< 0.25 cores busy)")
     args = p.parse_args(argv)
-    args.reps = args.reps or (1 if args.quick else 3)
+    args.reps = args.reps or (1 if args.quick else 5)
     args.window = args.window or (0.8 if args.quick else 2.0)
     return args
 
@@ -166,6 +166,7 @@ def main(argv: list[str] | None = None) -> int:
 
     configs = io_configs() + cartpole_configs()
     results: dict[str, list] = {"/".join(map(str, c)): [] for c in configs}
+    server_cpu: dict[str, list] = {name: [] for name in results}  # µs per env-step, one-server rows
     errors: dict[str, str] = {}
     processes = H.ProcessSet()
     incomplete = None
@@ -193,6 +194,9 @@ def main(argv: list[str] | None = None) -> int:
                 if not server.wait_ready(60):
                     raise RuntimeError(f"{server.name} failed: {server.error}")
             urls = {"io": io_pool.urls, "ray": cart_pool.urls, "serve": [s.base_url for s in plain]}
+            # The process of each server's URL, for its CPU use in one-server rows.
+            pids = {s["url"]: s["pid"] for pool in (io_pool, cart_pool) for s in pool.health()}
+            pids.update({s.base_url: s.pid for s in plain})
             worker = processes.add(H.ClientWorker("ray", log_path=LOG_DIR / "ray-client.log")).start()
             total = sum(1 for _ in H.interleaved(configs, args.reps))
             for k, (rep, config) in enumerate(H.interleaved(configs, args.reps)):
@@ -212,8 +216,10 @@ def main(argv: list[str] | None = None) -> int:
                     n = CARTPOLE_ENVS
                     params = {"kind": "remote", "env": table, "num_envs": n,
                               "placement": split(urls[kind][:servers], n), "remote": {"mode": "batched"}}
+                server_pid = pids[next(iter(params["placement"]))] if servers == 1 else None
                 try:
-                    worker.request({"op": "open", "client": "bench_ray:VecClient", "params": params}, timeout=180)
+                    worker.request({"op": "open", "client": "bench_ray:VecClient", "params": params,
+                                    "server_pid": server_pid}, timeout=180)
                     reply = worker.request({"op": "window", "window_s": args.window, "max_iters": 10 ** 6,
                                             "warmup_s": 0.3, "warmup_iters": 30}, timeout=args.window + 120)
                     worker.request({"op": "close"}, timeout=60)
@@ -226,6 +232,8 @@ def main(argv: list[str] | None = None) -> int:
                     continue
                 rate = reply["result"]["steps_per_s"] * n
                 results[name].append(rate)
+                cpu = reply["result"]["server_cpu_us_per_step"]
+                server_cpu[name].append(cpu / n if cpu is not None else None)
                 H.progress(f"[{k + 1}/{total}] rep {rep + 1} {name:22s} {H.fmt(rate):>9s} env-steps/s")
             io_pool.close()
             cart_pool.close()
@@ -239,8 +247,9 @@ def main(argv: list[str] | None = None) -> int:
         load_end = " ".join(f.read().split()[:3])
     data = {"command": command, "started": started.isoformat(), "duration_s": time.perf_counter() - t0,
             "machine": machine, "loadavg_at_end": load_end, "reps": args.reps, "window_s": args.window,
-            "setup": setup, "env_steps_per_s": results,
+            "setup": setup, "env_steps_per_s": results, "server_cpu_us_per_env_step": server_cpu,
             "summary": {name: H.summarize(v) for name, v in results.items()},
+            "server_cpu_summary": {name: H.summarize(v) for name, v in server_cpu.items() if any(v)},
             "ray_over_serve": {s: H.summarize(H.paired_ratios(results[f"cartpole/ray/{s}"],
                                                               results[f"cartpole/serve/{s}"]))
                                for s in CARTPOLE_SERVERS},
@@ -303,6 +312,16 @@ def render(data: dict) -> str:
         met = "-" if ratio["median"] is None else ("yes" if ratio["median"] >= 0.9 else "no")
         lines.append(f"| {s} | {cell(f'cartpole/serve/{s}')} | {cell(f'cartpole/ray/{s}')} | "
                      f"{H.fmt_mmm(ratio)}x | ≥ 0.90x ({met}) |")
+    cpu = data["server_cpu_summary"]
+    lines += [
+        "",
+        "Server CPU per env-step (µs, utime + stime of the server's process over the window, one "
+        "server; busy polling included), less sensitive to a shared machine than the rates: "
+        f"`openenv-gym serve` {H.fmt_mmm(cpu.get('cartpole/serve/1'))}, "
+        f"Ray actor {H.fmt_mmm(cpu.get('cartpole/ray/1'))}. Ray starts its worker processes, and so "
+        "the server actors, at nice 15: on a contended machine they yield the CPU to processes at "
+        "nice 0, `openenv-gym serve` included.",
+    ]
     lines += ["", "Setup: " + ", ".join(f"{k} {v:.1f}" for k, v in data["setup"].items()) + "."]
     if data["errors"]:
         lines += ["", "Errors: " + "; ".join(f"{k}: {v}" for k, v in data["errors"].items())]

@@ -115,7 +115,7 @@ def launch(
         raise ValueError(f"a pool named {name!r} is running already: close it, or launch with another name=")
     options: dict[str, Any] = {
         "num_cpus": num_cpus_per_server,
-        "scheduling_strategy": _STRATEGIES.get(placement, placement) if isinstance(placement, str) else placement,
+        "scheduling_strategy": _STRATEGIES[placement] if isinstance(placement, str) else placement,
         "max_restarts": max_restarts,
     }
     if resources:
@@ -144,8 +144,9 @@ def launch(
 
 def connect(name: str = "openenv-pool") -> ServerPool:
     """The pool named ``name``, from any process connected to the same Ray cluster
-    (another trainer, an RLlib EnvRunner). Closing it there releases only the
-    leases taken there; the pool lives until the process that launched it closes it."""
+    (another trainer, an RLlib EnvRunner). Its leases and vector envs work as on
+    the driver; closing it there only lets it go: the pool lives until the
+    process that launched it closes it, or exits."""
     try:
         broker = ray.get_actor(name, namespace=NAMESPACE)
     except ValueError:
@@ -172,7 +173,7 @@ class Lease:
 
     def locate(self, url: str) -> str:
         """Where the server last reached at ``url`` is now (for :class:`Reconnect`'s ``relocate``)."""
-        return ray.get(self._broker.locate.remote(self.id, url))
+        return ray.get(self._broker.locate.remote(self.id, url), timeout=30)
 
     def release(self) -> None:
         """Give the slots back (idempotent; never raises)."""
