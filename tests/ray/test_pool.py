@@ -185,8 +185,8 @@ def test_a_crashed_server_is_restarted_and_its_envs_truncated_without_losing_a_s
                                    for _ in range(envs.lease.placement[url])])
             obs, _ = envs.reset(seed=list(range(8)))
             ledger = StepLedger(obs)
-            for t in range(80):
-                if t == 20:
+            for t in range(50):
+                if t == 15:
                     crash(before[1]["pid"])
                 obs, _, terminated, truncated, infos = envs.step(np.ones(8, dtype=np.int64))
                 ledger.check(obs, terminated, truncated, infos)
@@ -255,7 +255,7 @@ def test_scale_up_and_down_moves_the_leases_of_stopped_servers():
             for _ in range(5):
                 ledger.check(*_step(envs))
             pool.scale(1)  # stops the idle server and one of the two holding the envs
-            for _ in range(30):
+            for _ in range(20):
                 ledger.check(*_step(envs))
             (server,) = pool.health()
         finally:
