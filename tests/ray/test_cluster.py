@@ -16,9 +16,11 @@ import signal
 import numpy as np
 import pytest
 
-import openenv_gym.ray as oray
-from tests.ray.conftest import ray, wait_gone
-from tests.ray.envs import StepLedger
+ray = pytest.importorskip("ray")
+
+import openenv_gym.ray as oray  # noqa: E402
+from tests.ray.conftest import wait_gone  # noqa: E402
+from tests.ray.envs import StepLedger  # noqa: E402
 
 pytestmark = [pytest.mark.timeout(600)]
 

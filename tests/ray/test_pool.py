@@ -26,9 +26,12 @@ import numpy as np
 import pytest
 
 import openenv_gym
-import openenv_gym.ray as oray
-from tests.ray.conftest import ROOT, alive, ray, wait_gone
-from tests.ray.envs import StepLedger
+
+ray = pytest.importorskip("ray")
+
+import openenv_gym.ray as oray  # noqa: E402
+from tests.ray.conftest import ROOT, alive, wait_gone  # noqa: E402
+from tests.ray.envs import StepLedger  # noqa: E402
 
 pytestmark = [pytest.mark.usefixtures("local_ray"), pytest.mark.timeout(300)]
 

@@ -15,8 +15,9 @@ import time
 
 import pytest
 
-import openenv_gym.ray as oray
-from tests.ray.conftest import ray
+ray = pytest.importorskip("ray")
+
+import openenv_gym.ray as oray  # noqa: E402
 
 try:
     from ray.rllib.algorithms.ppo import PPOConfig
