@@ -1,7 +1,8 @@
 """A pool on a fake cluster of 3 nodes (``ray.cluster_utils.Cluster``: a head and two
 workers, one CPU each, all on this machine).
 
-Servers spread over the nodes; the server processes of one node are killed in
+Servers spread over the nodes, and a vector env over them steps exactly like a
+``SyncVectorEnv``; the server processes of one node are killed in
 the middle of a run, then a whole node is removed: each time Ray restarts the
 servers (those of the lost node on the nodes left), the vector env reports
 exactly the lost episodes as truncated and flagged, and no env step is lost
@@ -13,6 +14,7 @@ from __future__ import annotations
 import os
 import signal
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
@@ -20,7 +22,7 @@ ray = pytest.importorskip("ray")
 
 import openenv_gym.ray as oray  # noqa: E402
 from tests.ray.conftest import wait_gone  # noqa: E402
-from tests.ray.envs import StepLedger  # noqa: E402
+from tests.ray.envs import CountingEnv, StepLedger  # noqa: E402
 
 pytestmark = [pytest.mark.timeout(600)]
 
@@ -61,6 +63,22 @@ def test_servers_spread_over_the_nodes(pool, cluster):
     _pids.update(server["pid"] for server in health)
     nodes = {server["node_id"] for server in health}
     assert len(nodes) == 3 and nodes == {n["NodeID"] for n in ray.nodes() if n["Alive"]}
+
+
+def test_vector_env_over_the_nodes_steps_like_sync_vector_env(pool, cluster):
+    envs = pool.vector_env(NUM_ENVS)
+    reference = gym.vector.SyncVectorEnv([CountingEnv] * NUM_ENVS)
+    try:
+        assert len(set(env_nodes(pool, envs))) == 3
+        got, want = envs.reset(seed=5), reference.reset(seed=5)
+        np.testing.assert_array_equal(got[0], want[0])
+        for t in range(60):
+            actions = np.ones(NUM_ENVS, dtype=np.int64)
+            for a, b in zip(envs.step(actions)[:4], reference.step(actions)[:4]):
+                np.testing.assert_array_equal(a, b, err_msg=f"step {t}")
+    finally:
+        envs.close()
+        reference.close()
 
 
 def test_the_servers_of_a_node_killed_mid_run(pool, cluster):
