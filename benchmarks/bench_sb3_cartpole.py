@@ -22,6 +22,7 @@ from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
+import torch
 from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.evaluation import evaluate_policy
@@ -143,6 +144,7 @@ def main() -> int:
     parser.add_argument("--timesteps", type=int, default=100_000)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
+    torch.set_num_threads(1)  # both runs alike; a second thread only adds contention on 2 cores
     results = {}
     with openenv_gym.local_server("CartPole-v1", max_sessions=NUM_ENVS) as url:
         results["RemoteVectorEnv"] = run(

@@ -180,11 +180,14 @@ def main(argv: list[str] | None = None) -> int:
     if "cartpole" in args.groups:
         server("ours_cartpole", ours("CartPole-v1"), "http:/health")
         server("ours_cartpole_nopoll", ours("CartPole-v1", *NO_POLL_FLAGS), "http:/health")
+        server("ours_cartpole_process", ours("CartPole-v1", "--execution", "process"), "http:/health")
         server("official_cartpole", lambda p: H.uvicorn_argv("_official_env:cartpole_app", p, factory=True),
                "http:/health")
     if "image" in args.groups:
         server("ours_image", ours("_envs:make_image_env"), "http:/health")
         server("ours_image_nopoll", ours("_envs:make_image_env", *NO_POLL_FLAGS), "http:/health")
+        server("ours_image_process", ours("_envs:make_image_env", "--execution", "process"),
+               "http:/health")
         server("official_image", lambda p: H.uvicorn_argv("_official_env:image_app", p, factory=True),
                "http:/health")
     if args.groups:
@@ -220,6 +223,10 @@ def main(argv: list[str] | None = None) -> int:
                 f"ours_{encoding}_nopoll/{env}", env, f"openenv-gym, RemoteEnv {encoding}, no polling",
                 f"ours_{env}_nopoll", "_clients:OursClient",
                 url_params(f"ours_{env}_nopoll", encoding=encoding, **NO_POLL))
+        out[f"ours_msgpack_process/{env}"] = Config(
+            f"ours_msgpack_process/{env}", env,
+            "openenv-gym, RemoteEnv msgpack, busy polling, env in its own process (--execution process)",
+            f"ours_{env}_process", "_clients:OursClient", url_params(f"ours_{env}_process", encoding="msgpack"))
         return out
 
     configs: list[Config] = []
@@ -237,6 +244,7 @@ def main(argv: list[str] | None = None) -> int:
             Config("ws_echo/cartpole", "cartpole", "raw websockets echo, same sizes (floor)",
                    "ws_echo", "_clients:WsEchoClient", echo_params("ws_echo", "cartpole")),
             ours_cp["ours_json_nopoll/cartpole"],
+            ours_cp["ours_msgpack_process/cartpole"],
         ]
     if "image" in args.groups:
         ours_im = ours_configs("image", ("msgpack",))
@@ -247,6 +255,7 @@ def main(argv: list[str] | None = None) -> int:
             ours_im["ours_msgpack_nopoll/image"],
             Config("ws_echo/image", "image", "raw websockets echo, same sizes (floor)",
                    "ws_echo", "_clients:WsEchoClient", echo_params("ws_echo", "image")),
+            ours_im["ours_msgpack_process/image"],
         ]
     if "framework" in args.groups:
         if "ws_echo/cartpole" not in [c.name for c in configs]:
@@ -472,6 +481,8 @@ def build_results(args, configs, servers, sizes, machine, notes, command, starte
     ratios["official_vs_echo_cartpole"] = ratio("official/cartpole", "ws_echo/cartpole")
     ratios["polling_gain_cartpole"] = ratio("ours_msgpack/cartpole", "ours_msgpack_nopoll/cartpole")
     ratios["polling_gain_image"] = ratio("ours_msgpack/image", "ours_msgpack_nopoll/image")
+    ratios["process_vs_inline_cartpole"] = ratio("ours_msgpack_process/cartpole", "ours_msgpack/cartpole")
+    ratios["process_vs_inline_image"] = ratio("ours_msgpack_process/image", "ours_msgpack/image")
     for name, c in cfg_out.items():
         if c["group"] == "framework" and name != "ws_echo/cartpole":
             ratios[f"{name}_vs_ws_echo"] = ratio(name, "ws_echo/cartpole")
@@ -496,7 +507,8 @@ def build_results(args, configs, servers, sizes, machine, notes, command, starte
 def _row_rank(name: str) -> int:
     """Table order: echo floor, ours (msgpack, json; each with then without polling), official;
     other rows (the framework echo apps) after, in run order."""
-    order = ["ws_echo", "ours_msgpack", "ours_msgpack_nopoll", "ours_json", "ours_json_nopoll", "official"]
+    order = ["ws_echo", "ours_msgpack", "ours_msgpack_nopoll", "ours_msgpack_process", "ours_json",
+             "ours_json_nopoll", "official"]
     stack = name.split("/", 1)[0]
     return order.index(stack) if stack in order else len(order)
 
@@ -573,9 +585,13 @@ def render_markdown(res: dict) -> str:
              "to the VM's wake-up latency)", "echo_cpu_vs_ours{p}_cpu_cartpole")
         row("CartPole: official / raw websockets echo", "official_vs_echo_cartpole", None)
         row("CartPole: ours (msgpack) with busy polling / without", "polling_gain_cartpole", None)
+        row("CartPole: ours with the env in its own process (`--execution process`) / in the "
+            "server (the cost of isolation)", "process_vs_inline_cartpole", None)
         rows("84x84x4 image: ours (msgpack, {how}) / official (nested JSON)", "ours{p}_vs_official_image")
         rows("84x84x4 image: ours (msgpack, {how}) / raw websockets echo", "ours{p}_vs_echo_image")
         row("84x84x4 image: ours (msgpack) with busy polling / without", "polling_gain_image", None)
+        row("84x84x4 image: ours with the env in its own process / in the server",
+            "process_vs_inline_image", None)
         L.append("")
 
     def table(group: str, title: str, intro: str, size_keys: dict[str, str]) -> None:
@@ -620,8 +636,12 @@ def render_markdown(res: dict) -> str:
           "columns include that polling, and with it ours can beat the echo 'floor'. Rows marked "
           "\"no polling\" turn it off on both sides (`RemoteEnv(busy_poll=0)` against "
           "`openenv-gym serve --busy-poll 0`, a server of its own), as the official stack and the "
-          "echo always run: those rows compare like with like.",
+          "echo always run: those rows compare like with like. The \"own process\" row serves the "
+          "env with `--execution process` (each session's env in a child process, reached over "
+          "a pipe; [operations.md](operations.md#process-isolation)): its cost over the row "
+          "above it is the price of isolation.",
           {"ours_msgpack/cartpole": "cartpole", "ours_msgpack_nopoll/cartpole": "cartpole",
+           "ours_msgpack_process/cartpole": "cartpole",
            "ours_json/cartpole": "cartpole_json", "ours_json_nopoll/cartpole": "cartpole_json",
            "official/cartpole": "official_cartpole", "ws_echo/cartpole": "cartpole"})
     table("image", "84x84x4 uint8 random-pixel env (Discrete(4), 1000-step episodes)",
@@ -629,6 +649,7 @@ def render_markdown(res: dict) -> str:
           "the official stack as a nested JSON list (pydantic `List[List[List[int]]]`), OpenEnv's "
           "usual way.",
           {"ours_msgpack/image": "image", "ours_msgpack_nopoll/image": "image",
+           "ours_msgpack_process/image": "image",
            "official/image": "official_image", "ws_echo/image": "image"})
     table("framework", "Framework and uvicorn WebSocket implementation (echo apps)",
           "Echo of CartPole-sized binary messages (same sizes as our msgpack step) by a bare ASGI "

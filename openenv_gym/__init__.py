@@ -17,15 +17,14 @@ from __future__ import annotations
 
 from typing import Any
 
-__version__ = "0.1.0"
-
-from . import errors, protocol, spaces  # noqa: E402
-from .catalog import list_envs  # noqa: E402
-from .client import ConnectOptions, Reconnect, RemoteEnv  # noqa: E402
-from .client.vector import RemoteVectorEnv  # noqa: E402
-from .fields import FieldsEnv, FieldsObservation  # noqa: E402
-from .protocol import Limits  # noqa: E402
-from .registration import register_envs  # noqa: E402
+from . import errors, protocol, spaces
+from ._version import __version__
+from .catalog import list_envs
+from .client import ConnectOptions, Reconnect, RemoteEnv
+from .client.vector import RemoteVectorEnv
+from .fields import FieldsEnv, FieldsObservation
+from .protocol import Limits
+from .registration import register_envs
 
 __all__ = [
     "RemoteEnv",

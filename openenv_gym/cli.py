@@ -92,6 +92,11 @@ def _add_network_options(serve: argparse.ArgumentParser) -> None:
         "--drain-timeout", type=float, default=30.0, metavar="SECONDS",
         help="on SIGINT/SIGTERM, how long open sessions may finish their env call",
     )
+    serve.add_argument(
+        "--handshake-timeout", type=float, default=None, metavar="SECONDS",
+        help="close a connection that does not become a session in time: a complete request, "
+        "a vector_open, the next chunk of a body (default 10)",
+    )
 
 
 def _add_session_options(serve: argparse.ArgumentParser) -> None:
@@ -105,12 +110,19 @@ def _add_session_options(serve: argparse.ArgumentParser) -> None:
         help="close sessions idle for this many seconds",
     )
     serve.add_argument(
-        "--execution", choices=("auto", "thread", "inline"), default="auto",
-        help="where env calls run (default auto)",
+        "--execution", choices=("auto", "thread", "inline", "process"), default="auto",
+        help="where env calls run: 'auto' (default) on the event loop once proven fast, else on the "
+        "session's thread; 'process': each session's env in a process of its own, for native or "
+        "untrusted envs",
     )
     serve.add_argument(
         "--step-timeout", type=float, default=None, metavar="SECONDS",
         help="an env call taking longer gets EXECUTION_ERROR and a fresh env",
+    )
+    serve.add_argument(
+        "--inline-deadline", type=_optional_seconds, default=5.0, metavar="SECONDS",
+        help="an env call running on the event loop (an env that proved fast) and taking longer is "
+        "interrupted: EXECUTION_ERROR, a fresh env on its thread; 'none' never interrupts (default 5)",
     )
     serve.add_argument(
         "--vector-backend", choices=("auto", "sync", "async"), default="auto",
@@ -159,12 +171,14 @@ def _serve_options(args: argparse.Namespace) -> dict[str, Any]:
         "ping_interval": args.ping_interval,
         "ping_timeout": args.ping_timeout,
         "drain_timeout": args.drain_timeout,
+        "inline_deadline": args.inline_deadline,
     }
     if args.max_frame_bytes is not None:
         options["limits"] = Limits(
             max_frame_bytes=args.max_frame_bytes, max_array_bytes=args.max_frame_bytes
         )
     optional = {
+        "handshake_timeout": args.handshake_timeout,
         "max_sessions": args.max_sessions,
         "busy_poll": args.busy_poll,
         "session_timeout": args.session_timeout,

@@ -8,6 +8,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -53,6 +54,11 @@ def package_source(dest: Path) -> Path:
         ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
     )
     return dest
+
+
+def serve_args(port: int, *extra: str, env: str = "CartPole-v1") -> list[str]:
+    """The command line serving ``env`` with ``openenv-gym serve`` on ``port``."""
+    return [sys.executable, "-m", "openenv_gym.cli", "serve", env, "--port", str(port), *extra]
 
 
 def free_port() -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 import gymnasium as gym
@@ -117,3 +118,44 @@ class FaultyEnv(gym.Env):
 
 def broken_factory() -> gym.Env:
     raise OSError("no licence for the simulator")
+
+
+class HangingEnv(gym.Env):
+    """Fast for ``fast_steps`` steps, then a step that sleeps for an hour."""
+
+    def __init__(self, fast_steps: int = 40) -> None:
+        self.fast_steps = fast_steps
+        self.observation_space = spaces.Box(-1, 1, shape=(1,), dtype=np.float32)
+        self.action_space = spaces.Discrete(2)
+        self._steps = 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        self._steps += 1
+        if self._steps > self.fast_steps:
+            time.sleep(3600)
+        return np.zeros(1, np.float32), 0.0, False, False, {}
+
+
+class CrashingEnv(gym.Env):
+    """Aborts its process (SIGABRT, as native code failing an assertion would) on step
+    ``crash_at``."""
+
+    def __init__(self, crash_at: int = 3) -> None:
+        self.crash_at = crash_at
+        self.observation_space = spaces.Box(-1, 1, shape=(1,), dtype=np.float32)
+        self.action_space = spaces.Discrete(2)
+        self._steps = 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        self._steps += 1
+        if self._steps >= self.crash_at:
+            os.abort()
+        return np.full(1, 0.5, np.float32), 1.0, False, False, {"steps": self._steps}

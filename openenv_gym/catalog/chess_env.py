@@ -114,7 +114,8 @@ class ChessEnvironment(FieldsEnv):
         self, *, seed: int | None = None, episode_id: str | None = None, fen: str | None = None
     ) -> FieldsObservation:
         """A new game from the start position or ``fen``; the opponent opens if it plays white."""
-        self.rng = random.Random(seed)
+        if seed is not None:  # as Gymnasium: without a seed, the seeded stream goes on
+            self.rng = random.Random(seed)
         self.board = chess.Board(fen) if fen else chess.Board()
         self.episode_id = episode_id or str(uuid.uuid4())
         self.step_count = 0

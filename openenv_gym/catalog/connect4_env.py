@@ -79,7 +79,8 @@ class Connect4Environment(FieldsEnv):
         self.rng = random.Random()
 
     def reset(self, *, seed: int | None = None, episode_id: str | None = None) -> FieldsObservation:
-        self.rng = random.Random(seed)
+        if seed is not None:  # as Gymnasium: without a seed, the seeded stream goes on
+            self.rng = random.Random(seed)
         self.board = [[0] * COLUMNS for _ in range(ROWS)]
         self.next_player = 1
         self.episode_id = episode_id or str(uuid.uuid4())

@@ -112,9 +112,11 @@ class Connection:
         ping_interval: float | None,
         ping_timeout: float | None,
         busy_poll: float = 0.0,
+        send_timeout: float | None = None,
     ) -> None:
         self._sock = sock
         self._busy_poll = busy_poll
+        self._send_timeout = send_timeout
         self._protocol = protocol
         self.url = url
         self.subprotocol: str | None = protocol.subprotocol
@@ -126,11 +128,7 @@ class Connection:
         self._ping_sent_at: float | None = None
         self._closed = threading.Event()
         self._error: BaseException | None = None
-        if ping_interval:
-            thread = threading.Thread(
-                target=self._keepalive, name=f"openenv-gym keepalive {url}", daemon=True
-            )
-            thread.start()
+        threading.Thread(target=self._keepalive, name=f"openenv-gym keepalive {url}", daemon=True).start()
 
     # -- opening ------------------------------------------------------------
 
@@ -172,8 +170,8 @@ class Connection:
             same_process = response.headers.get(PROCESS_HEADER) == PROCESS_TOKEN
             busy_poll = LOOPBACK_BUSY_POLL if is_loopback(uri.host) and not same_process else 0.0
         conn = cls(
-            sock, protocol, url, ping_interval=options.ping_interval,
-            ping_timeout=options.ping_timeout, busy_poll=busy_poll,
+            sock, protocol, url, ping_interval=options.ping_interval, ping_timeout=options.ping_timeout,
+            busy_poll=busy_poll, send_timeout=options.message_timeout,
         )
         conn._absorb(early)
         return conn
@@ -297,10 +295,18 @@ class Connection:
             _POLLING.release()
 
     def _flush(self) -> None:
+        """Send what the protocol has to send, within the send timeout: a peer that
+        stops reading cannot block the caller for longer (the connection is then
+        lost, since a frame went out in part)."""
         data = self._protocol.data_to_send()
         if data:
             try:
+                self._sock.settimeout(self._send_timeout)
                 self._sock.sendall(b"".join(data))
+            except TimeoutError:
+                error = MessageTimeoutError(f"Sending to {self.url} took longer than {self._send_timeout} s")
+                self._lost(error)
+                raise error from None
             except OSError as exc:
                 self._read_what_arrived()  # the server's last words, if it sent any
                 self._lost(exc)
@@ -353,20 +359,30 @@ class Connection:
         self._closed.set()
 
     def _keepalive(self) -> None:
-        interval = self._ping_interval or 20.0
-        while not self._closed.wait(min(interval / 2, 5.0)):
+        """While nobody uses the connection: answer the server's pings as they
+        arrive (a server may drop a peer that takes longer than its ping timeout),
+        and ping the server every ``ping_interval`` seconds of silence."""
+        tick = min(self._ping_interval / 2, 1.0) if self._ping_interval else 1.0
+        while not self._closed.is_set():
+            try:
+                select.select([self._sock], [], [], tick)
+            except (OSError, ValueError):
+                return  # closed under us
             if not self._lock.acquire(blocking=False):
+                self._closed.wait(0.05)  # the caller is using the socket and reads what comes
                 continue
             try:
                 if self.closed:
                     return
-                self._service_idle(interval)
+                self._service_idle()
+            except ValueError:
+                return  # the socket was closed (its descriptor is -1)
             except (OSError, ConnectionClosedError):
                 pass
             finally:
                 self._lock.release()
 
-    def _service_idle(self, interval: float) -> None:
+    def _service_idle(self) -> None:
         readable, _, _ = select.select([self._sock], [], [], 0)
         if readable:
             self._sock.settimeout(0)
@@ -380,17 +396,16 @@ class Connection:
             _blocking_again(self._sock)
             if data is not None:
                 self._feed(data)
-        now = time.monotonic()
+        now, interval = time.monotonic(), self._ping_interval
         if self._ping_sent_at is not None:
             if self._ping_timeout and now - self._ping_sent_at > self._ping_timeout:
                 self._protocol.fail(1011, "keepalive ping timeout")
                 self._flush()
                 self._lost(ConnectionClosedError("keepalive ping timeout"))
-        elif now - self._last_io >= interval:
+        elif interval and now - self._last_io >= interval:
             self._protocol.send_ping(os.urandom(4))
             self._ping_sent_at = now
             self._flush()
-
 
 
 def _handshake(

@@ -115,8 +115,10 @@ class ConnectOptions:
 
     @property
     def limits(self) -> Limits:
-        """The limits on what the server sends."""
-        return Limits(max_frame_bytes=self.max_message_bytes, max_array_bytes=self.max_message_bytes)
+        """The limits on what the server sends (only its size: a client trusts its server's
+        shapes, and a stock server's large observations are long JSON lists)."""
+        size = self.max_message_bytes
+        return Limits(max_frame_bytes=size, max_array_bytes=size, max_container_len=size, max_items=size)
 
     @property
     def subprotocols(self) -> tuple[str, ...]:

@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
+import numpy as np
 
 from ..errors import CapacityReachedError, OpenEnvGymError
 from ..protocol import Render, RenderReply, Reset, ServerMessage, State, StateReply
@@ -144,11 +145,12 @@ class RemoteEnv(gym.Env):
             self._live_or_closed()
             reply = self.reconnect.call(attempt)
         step = self.contract.read(self._live().codec, reply)
-        self._last_obs = step.obs
+        obs, info = _owned(step.obs), _owned(step.info)
+        self._last_obs = obs
         if lost is not None:
-            step.info[RECONNECTED] = True
-            step.info[LOST_REASON] = str(lost)
-        return step.obs, step.info
+            info[RECONNECTED] = True
+            info[LOST_REASON] = str(lost)
+        return obs, info
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         session = self._live()
@@ -163,9 +165,9 @@ class RemoteEnv(gym.Env):
             session.close()
             self._session, self._lost = None, exc
             info = {RECONNECTED: True, LOST_REASON: str(exc)}
-            return self._last_obs, 0.0, False, True, info
-        self._last_obs = step.obs
-        return step.obs, step.reward, step.terminated, step.truncated, step.info
+            return _owned(self._last_obs, always=True), 0.0, False, True, info
+        obs = self._last_obs = _owned(step.obs)
+        return obs, step.reward, step.terminated, step.truncated, _owned(step.info)
 
     def state(self) -> dict[str, Any]:
         """The server's state of this session (``episode_id``, ``step_count``, ...)."""
@@ -182,7 +184,7 @@ class RemoteEnv(gym.Env):
         if self.render_mode is None or not self.contract.extended:
             return None
         reply = self._live().request(Render())
-        return reply.decoded_frame() if isinstance(reply, RenderReply) else None
+        return _owned(reply.decoded_frame()) if isinstance(reply, RenderReply) else None
 
     def close(self) -> None:
         """Tell the server to end the session and close the connection (idempotent)."""
@@ -203,6 +205,24 @@ class RemoteEnv(gym.Env):
                 "this RemoteEnv lost its connection; call reset() to start a new episode"
             )
         return self._session
+
+
+def _owned(value: Any, *, always: bool = False) -> Any:
+    """``value`` with every read-only array replaced by a copy the caller owns.
+
+    msgpack frames decode arrays as read-only views of the received bytes (no
+    copy on the way in); a Gymnasium env's caller expects arrays it may write
+    to, as a local env returns them (``torch.as_tensor`` warns on read-only
+    ones). ``always`` copies writable arrays too (a value returned twice).
+    """
+    if isinstance(value, np.ndarray):
+        return value.copy() if always or not value.flags.writeable else value
+    if isinstance(value, dict):
+        return {key: _owned(item, always=always) for key, item in value.items()}
+    if isinstance(value, tuple):
+        items = [_owned(item, always=always) for item in value]
+        return type(value)(*items) if hasattr(value, "_fields") else tuple(items)
+    return value
 
     def __repr__(self) -> str:
         return f"<RemoteEnv {self.base_url}>"

@@ -62,6 +62,7 @@ from .frames import (
     check_shape,
     check_size,
     too_deep,
+    too_many_items,
 )
 from .hints import ARRAY_DTYPES, apply_type_hints, jsonable, number_hint, type_hints
 
@@ -130,15 +131,23 @@ class Codec:
         return apply_type_hints(data, hints) if hints is not None else data
 
 
-def loads_json(text: str | bytes, limits: Limits) -> Any:
+def loads_json(text: str | bytes | memoryview, limits: Limits) -> Any:
     """Parse one JSON document within ``limits`` (size first, then nesting and lengths).
 
     Used for WebSocket frames and HTTP bodies alike, so every route refuses
     the same inputs the same way: an ``INVALID_JSON``
     :class:`~openenv_gym.errors.ProtocolError`.
     """
+    if isinstance(text, memoryview):
+        text = bytes(text)
     check_size(len(text), limits)
-    if isinstance(text, (bytes, bytearray, memoryview)):
+    # Every item of a JSON container but the first follows a comma: a frame with
+    # more commas than max_items (strings' own included) is refused before parsing.
+    if len(text) > limits.max_items:
+        commas = text.count(",") if isinstance(text, str) else text.count(b",")
+        if commas >= limits.max_items:
+            raise too_many_items(limits)
+    if isinstance(text, (bytes, bytearray)):
         try:
             text = bytes(text).decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -326,6 +335,7 @@ class MsgpackCodec(Codec):
             default=_pack_default, use_bin_type=True, strict_types=True, autoreset=True
         )
         self._tuple_depth = 0
+        self._ext_objects = 0
         self._known_headers: dict[bytes, tuple] = {}
 
     def encode(self, message: Any) -> bytes:
@@ -338,6 +348,7 @@ class MsgpackCodec(Codec):
                 ErrorCode.INVALID_JSON,
                 "Text frame on a msgpack session: send binary msgpack frames",
             )
+        self._ext_objects = 0
         message = self._unpack(frame)
         check_shape(message, self.limits, len(frame))
         return message
@@ -349,6 +360,9 @@ class MsgpackCodec(Codec):
         return array
 
     def _ext_hook(self, code: int, payload: bytes) -> Any:
+        self._ext_objects += 1
+        if self._ext_objects > self.limits.max_items:
+            raise too_many_items(self.limits)
         if code == EXT_NDARRAY:
             return _unpack_array(payload, self.limits, self._known_headers)
         if code == EXT_NUMPY_SCALAR:

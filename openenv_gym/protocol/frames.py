@@ -64,18 +64,29 @@ class Limits:
 
     ``max_frame_bytes`` matches the OpenEnv reference server (uvicorn's 16 MiB).
     ``max_array_bytes`` bounds one decoded array; ``max_depth`` the nesting of
-    lists and maps; ``max_container_len`` the length of any one list or map.
+    lists and maps; ``max_container_len`` the length of any one list or map;
+    ``max_items`` the objects one frame decodes into where each costs real time
+    (the items of JSON containers, msgpack's ndarrays, numpy scalars and
+    tuples): a small frame of a million of them would hold the event loop for
+    a second.
     """
 
     max_frame_bytes: int = 16 * 1024 * 1024
     max_array_bytes: int = 16 * 1024 * 1024
     max_depth: int = 64
     max_container_len: int = 1_000_000
+    max_items: int = 100_000
 
 
 def too_deep(limits: Limits) -> ProtocolError:
     return ProtocolError(
         ErrorCode.INVALID_JSON, f"Message nesting exceeds the limit of {limits.max_depth} levels"
+    )
+
+
+def too_many_items(limits: Limits) -> ProtocolError:
+    return ProtocolError(
+        ErrorCode.INVALID_JSON, f"Message holds more than the limit of {limits.max_items} items"
     )
 
 

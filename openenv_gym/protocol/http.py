@@ -48,10 +48,12 @@ class HttpError(OpenEnvGymError):
 
 def http_error(error: ProtocolError) -> HttpError:
     """The HTTP answer to a protocol error: 413 for a body over the size limit,
-    422 for a body that does not decode or validate, 500 for the rest (the env
-    failed)."""
+    422 for a body that does not decode or validate, 503 when the server is at
+    capacity, 500 for the rest (the env failed)."""
     if error.code is ErrorCode.VALIDATION_ERROR:
         return HttpError(422, {"detail": error.extra.get("errors", error.message), "code": error.code.value})
+    if error.code is ErrorCode.CAPACITY_REACHED:
+        return HttpError(503, {"detail": error.message, "code": error.code.value, **error.extra})
     if error.code is ErrorCode.INVALID_JSON:
         status = 413 if error.extra.get("too_large") else 422
         detail = [{"type": "json_invalid", "loc": ["body"], "msg": error.message}]

@@ -15,13 +15,18 @@ does; every failure is a :class:`JsonRpcError` carrying the response to send.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
-from ..errors import OpenEnvGymError
+from ..errors import CLOSING_ERRORS, OpenEnvGymError, ProtocolError
+from .messages import ClientMessage, ServerMessage
 
 __all__ = [
     "Request",
     "JsonRpcError",
+    "JsonRpcMessage",
+    "JsonRpcReply",
+    "error_for",
+    "SERVER_ERROR",
     "parse_request",
     "error_response",
     "result_response",
@@ -40,6 +45,8 @@ INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
+#: Implementation-defined server error (OpenEnv: capacity, factory failures).
+SERVER_ERROR = -32000
 
 
 def error_response(request_id: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
@@ -98,3 +105,37 @@ def parse_request(payload: Any) -> Request:
     if params is not None and not isinstance(params, dict):
         raise JsonRpcError(error_response(request_id, INVALID_PARAMS, "Invalid params: expected an object"))
     return Request(request_id, payload["method"], params or {})
+
+
+@dataclass(frozen=True, slots=True)
+class JsonRpcMessage(ClientMessage):
+    """One JSON-RPC request (or notification, or batch) on ``WS /mcp``: there is no
+    OpenEnv envelope there, the frame is the request."""
+
+    type: ClassVar[str] = "jsonrpc"
+
+    payload: Any
+
+    def to_wire(self) -> Any:
+        return self.payload
+
+
+@dataclass(frozen=True, slots=True)
+class JsonRpcReply(ServerMessage):
+    """A JSON-RPC response on ``WS /mcp``: the frame is the response."""
+
+    type: ClassVar[str] = "jsonrpc"
+
+    response: dict[str, Any]
+
+    def to_wire(self) -> dict[str, Any]:
+        return self.response
+
+
+def error_for(error: ProtocolError) -> dict[str, Any]:
+    """The JSON-RPC answer to a protocol error: a frame that is not JSON within the
+    limits is a parse error; a refused or failed session (capacity, factory) a
+    server error, as OpenEnv answers them."""
+    if error.code in CLOSING_ERRORS:
+        return error_response(None, SERVER_ERROR, error.message)
+    return parse_error(error.message)

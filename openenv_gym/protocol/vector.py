@@ -106,11 +106,15 @@ def autoreset_mode(value: AutoresetLike) -> AutoresetMode:
     raise ValueError(f"autoreset_mode must be a gymnasium AutoresetMode or one of {choices}, not {value!r}")
 
 
-def _public_name(data: Mapping[str, Any]) -> str:
+#: Methods of Gymnasium envs that reach an attribute named by their first argument.
+_ATTRIBUTE_METHODS = frozenset({"get_wrapper_attr", "set_wrapper_attr", "has_wrapper_attr"})
+
+
+def _public_name(data: Mapping[str, Any], loc: list | None = None) -> str:
     name = data.get("name")
     if not isinstance(name, str) or not name.isidentifier() or name.startswith("_"):
         raise validation_error(
-            ["name"], "Input should be the name of a public attribute (no leading underscore)", name
+            loc or ["name"], "Input should be the name of a public attribute (no leading underscore)", name
         )
     return name
 
@@ -215,7 +219,11 @@ class Call(ClientMessage):
         args, kwargs = data.get("args") or [], data.get("kwargs") or {}
         if not isinstance(args, list) or not isinstance(kwargs, dict):
             raise validation_error(["args"], "args must be a list and kwargs an object", data)
-        return cls(_public_name(data), args, kwargs)
+        name = _public_name(data)
+        if name in _ATTRIBUTE_METHODS:  # they reach an attribute by name: public ones only
+            attribute = args[0] if args else kwargs.get("name")
+            _public_name({"name": attribute}, ["args", 0] if args else ["kwargs", "name"])
+        return cls(name, args, kwargs)
 
     def to_wire(self) -> dict:
         return {"type": "call", "data": {"name": self.name, "args": list(self.args), "kwargs": dict(self.kwargs)}}

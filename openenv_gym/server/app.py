@@ -16,27 +16,23 @@ request builds a fresh environment), ``GET /health``, ``GET /schema``,
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import json
 from typing import Any
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.routing import BaseRoute, WebSocketRoute
-from starlette.websockets import WebSocket
 
-from ..errors import ProtocolError
-from ..protocol import Limits, loads_json, mcp
+from ..protocol import Limits
 from .auth import TokenAuth, token_from_env
-from .hosting import Server
+from .hosting import DEFAULT_HANDSHAKE_TIMEOUT, Server
 from .http import http_routes
-from .mcp import handle_jsonrpc
+from .mcp import McpRoute
 from .multiagent import AgentsRoute, Opponent
 from .polling import DEFAULT_BUSY_POLL
 from .resolve import resolve
 from .routes import Route, WsRoute
-from .session import Execution
+from .session import DEFAULT_INLINE_DEADLINE, Execution
 from .source import EnvLike
 from .transport import SessionEndpoint
 from .vector import VectorBackend, VectorRoute
@@ -62,6 +58,8 @@ def create_app(
     vector_backend: VectorBackend = "auto",
     opponent: Opponent | None = None,
     busy_poll: float = DEFAULT_BUSY_POLL,
+    handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
+    inline_deadline: float | None = DEFAULT_INLINE_DEADLINE,
 ) -> Starlette:
     """Serve a Gymnasium environment as an OpenEnv server (an ASGI app).
 
@@ -106,6 +104,17 @@ def create_app(
             per step at the price of CPU while a client thinks. 0 turns it
             off (:func:`~openenv_gym.local_server` does: its server shares
             the client's process).
+        handshake_timeout: seconds a connection may take to become a session:
+            to send a complete HTTP request (a WebSocket upgrade included), a
+            route's opening message (``vector_open``), or the next chunk of a
+            request body. Connections that hold no session yet are closed after
+            it, before they can pile up.
+        inline_deadline: seconds an env call running inline on the event loop
+            (a session whose env proved fast) may take before it is
+            interrupted, its session answered EXECUTION_ERROR and given a fresh
+            env that runs on its thread (see :mod:`openenv_gym.server.deadline`;
+            enforced where the event loop runs in the main thread, as
+            :func:`~openenv_gym.serve` and the CLI run it). ``None``: no deadline.
 
     The environment is built once here to read its spaces, so a broken factory
     fails now rather than in the first session.
@@ -123,10 +132,13 @@ def create_app(
         limits=limits or Limits(),
         step_timeout=step_timeout,
         busy_poll=busy_poll,
+        handshake_timeout=handshake_timeout,
+        inline_deadline=inline_deadline,
     )
     websocket_routes: list[Route] = [
         WsRoute(source),
         VectorRoute(source, backend=vector_backend, clock=server.env_steps),
+        McpRoute(source),
     ]
     if source.multiagent is not None:
         websocket_routes.append(AgentsRoute(source))
@@ -134,7 +146,6 @@ def create_app(
         WebSocketRoute(route.path, SessionEndpoint(functools.partial(server.serve_route, route)))
         for route in websocket_routes
     ]
-    routes.append(WebSocketRoute("/mcp", functools.partial(mcp_websocket, server)))
     routes.extend(http_routes(server))
     token = token if token is not None else token_from_env()
     middleware = [Middleware(TokenAuth, token=token)] if token else []
@@ -142,23 +153,3 @@ def create_app(
     app.state.openenv_gym = server
     return app
 
-
-async def mcp_websocket(server: Server, websocket: WebSocket) -> None:
-    """``WS /mcp``: JSON-RPC requests in text frames, each within the server's limits."""
-    await websocket.accept()
-    try:
-        while True:
-            event = await websocket.receive()
-            if event["type"] == "websocket.disconnect":
-                return
-            raw = event.get("text")
-            try:
-                payload = loads_json(raw if raw is not None else event.get("bytes") or b"", server.limits)
-            except ProtocolError as exc:
-                answer = mcp.parse_error(exc.message)
-            else:
-                answer = handle_jsonrpc(payload)
-            await websocket.send_text(json.dumps(answer))
-    finally:
-        with contextlib.suppress(Exception):
-            await websocket.close(1000)

@@ -18,6 +18,8 @@ import json
 import logging
 import os
 
+from .logs import Throttled
+
 __all__ = ["TokenAuth", "TOKEN_ENV_VAR", "token_from_env"]
 
 #: Environment variable a server reads its token from when none is given.
@@ -41,6 +43,8 @@ class TokenAuth:
             raise ValueError("the token must be a non-empty string")
         self.app = app
         self._expected = f"Bearer {token}".encode()
+        #: Refusals can come in floods: a line per minute at most, with the count.
+        self._refused = Throttled(logger, "auth_refused")
 
     def _authorized(self, scope) -> bool:
         for name, value in scope.get("headers") or ():
@@ -57,9 +61,8 @@ class TokenAuth:
             await self.app(scope, receive, send)
             return
         client = scope.get("client")
-        logger.warning(
-            "auth_refused path=%s type=%s peer=%s", scope.get("path"), kind,
-            f"{client[0]}:{client[1]}" if client else "?",
+        self._refused.warning(
+            "path=%s type=%s peer=%s", scope.get("path"), kind, f"{client[0]}:{client[1]}" if client else "?"
         )
         if kind == "websocket":
             await send({"type": "websocket.close", "code": 1008, "reason": "unauthorized"})

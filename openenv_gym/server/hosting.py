@@ -20,7 +20,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from ..errors import CLOSING_ERRORS, ErrorCode, ProtocolError
@@ -41,17 +41,24 @@ from ..protocol import (
 from .metrics import Metrics
 from .polling import BusyPoll
 from .routes import Opening, Route
-from .session import EnvCaller, EnvHost, Execution
+from .session import DEFAULT_INLINE_DEADLINE, EnvCaller, EnvHost, Execution, HungCalls
 from .source import EnvSource
 from .transport import Channel, next_frame
 from .vector import StepClock
 
-__all__ = ["Server", "Reply"]
+__all__ = ["Server", "Reply", "DEFAULT_HANDSHAKE_TIMEOUT"]
 
 logger = logging.getLogger("openenv_gym.server")
 
 #: Sends one message to the session's peer.
 Reply = Callable[[ServerMessage], Awaitable[None]]
+
+#: Seconds one step of ending a session (closing its env, a last frame) may take.
+GOODBYE_TIMEOUT = 5.0
+#: Seconds a connection may take to become a session: to send a complete HTTP request
+#: (WebSocket upgrades included), a route's opening message (``vector_open``), or the
+#: next chunk of a request body.
+DEFAULT_HANDSHAKE_TIMEOUT = 10.0
 
 
 class Server:
@@ -67,16 +74,24 @@ class Server:
         limits: Limits,
         step_timeout: float | None = None,
         busy_poll: float,
+        handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
+        inline_deadline: float | None = DEFAULT_INLINE_DEADLINE,
     ) -> None:
         if max_sessions < 1:
             raise ValueError(f"max_sessions must be at least 1, not {max_sessions}")
         if session_timeout is not None and session_timeout <= 0:
             raise ValueError(f"session_timeout must be positive or None, not {session_timeout}")
+        if handshake_timeout <= 0:
+            raise ValueError(f"handshake_timeout must be positive, not {handshake_timeout}")
         self.source = source
+        self.handshake_timeout = handshake_timeout
         self.max_sessions = max_sessions
         self.session_timeout = session_timeout
         self.execution = execution
         self.step_timeout = step_timeout
+        self.inline_deadline = inline_deadline
+        #: Env calls its sessions abandoned that still run (they hold threads and envs).
+        self.hung_calls = HungCalls()
         self.env_caller()  # checks the combination now
         self.limits = limits
         #: How long one env step takes in this process (for ``vector_backend="auto"``).
@@ -87,13 +102,50 @@ class Server:
         self.metrics = Metrics()
         self._reaper: asyncio.Task | None = None
 
-    def env_caller(self) -> EnvCaller:
+    def env_caller(self, execution: Execution | None = None) -> EnvCaller:
         """How one session runs its env calls (execution mode and step timeout)."""
-        return EnvCaller(self.execution, timeout=self.step_timeout)
+        return EnvCaller(
+            execution or self.execution,
+            timeout=self.step_timeout,
+            hung=self.hung_calls,
+            inline_deadline=self.inline_deadline,
+        )
 
     def active_envs(self) -> int:
-        """Environments held now: one per ``/ws`` session, N per vector session."""
-        return sum(session.slots for session, _ in self.sessions.values())
+        """Environments held now: one per ``/ws`` or HTTP session, N per vector
+        session, and one per env call still running on a thread its session
+        abandoned (:attr:`hung_calls`)."""
+        return sum(session.slots for session, _ in self.sessions.values()) + len(self.hung_calls)
+
+    def capacity_error(self, requested: int = 1) -> ProtocolError | None:
+        """CAPACITY_REACHED when ``requested`` more envs do not fit, else ``None``."""
+        active = self.active_envs()
+        if active + requested <= self.max_sessions:
+            return None
+        wanted = "" if requested == 1 else f" ({requested} requested)"
+        return ProtocolError(
+            ErrorCode.CAPACITY_REACHED,
+            f"Server at capacity: {active}/{self.max_sessions} sessions active{wanted}. "
+            f"Cannot accept new connections.",
+            active_sessions=active,
+            max_sessions=self.max_sessions,
+        )
+
+    @contextlib.asynccontextmanager
+    async def holding(self, session: EnvHost) -> AsyncIterator[None]:
+        """Hold a session that has no connection of its own (a stateless HTTP
+        request's) for the ``with`` block: counted against capacity (raising
+        CAPACITY_REACHED when it does not fit), seen by shutdown, and closed after."""
+        if (error := self.capacity_error(session.slots)) is not None:
+            raise error
+        task = asyncio.current_task()
+        assert task is not None
+        self.sessions[session.id] = (session, task)
+        try:
+            yield
+        finally:
+            self.sessions.pop(session.id, None)
+            await _bounded(session.close())
 
     # -- one connection -------------------------------------------------------------
 
@@ -103,18 +155,19 @@ class Server:
         opening: ClientMessage | None = None
         if route.opening is not None:
             try:
-                frame = await next_frame(channel, codec)
-                if frame is None:
-                    return
-                opening = parse_message(codec.decode(frame), route.opening, expected=True)
+                opening = await self._opening(channel, codec, route)
             except ProtocolError as exc:
-                await reply(ErrorReply.of(exc))
+                await reply(route.error_reply(exc))
                 await channel.close(1000)
                 return
+            if opening is None:
+                return
         session = route.session(Opening(codec, channel.query_params, opening, self.env_caller()))
-        if await self.refuse_if_full(channel, reply, session.slots):
+        if (error := self.capacity_error(session.slots)) is not None:
+            await reply(route.error_reply(error))
+            await channel.close(1000)
             return
-        async with self.hosting(channel, session, reply):
+        async with self.hosting(channel, session, reply, route):
             await session.start()
             if (opened := session.opened()) is not None:
                 await reply(opened)
@@ -145,29 +198,34 @@ class Server:
                         f"The reply could not be encoded: {type(exc).__name__}: {exc}",
                     ).to_wire()
                 )
-            await send({"type": "websocket.send", frame_key: frame})
+            try:
+                await send({"type": "websocket.send", frame_key: frame})
+            except OSError:
+                pass  # the peer is gone: reading the next frame ends the session, quietly
 
         return codec, reply
 
-    async def refuse_if_full(self, channel: Channel, reply: Reply, requested: int = 1) -> bool:
-        """Send CAPACITY_REACHED and close when ``requested`` more envs do not fit."""
-        active = self.active_envs()
-        if active + requested <= self.max_sessions:
-            return False
-        wanted = "" if requested == 1 else f" ({requested} requested)"
-        await reply(
-            ErrorReply(
-                ErrorCode.CAPACITY_REACHED,
-                f"Server at capacity: {active}/{self.max_sessions} sessions active{wanted}. "
-                f"Cannot accept new connections.",
-                {"active_sessions": active, "max_sessions": self.max_sessions},
-            )
-        )
-        await channel.close(1000)
-        return True
+    async def _opening(self, channel: Channel, codec: Codec, route: Route) -> ClientMessage | None:
+        """The route's opening message (``None`` if the peer left first), which must
+        come within ``handshake_timeout`` seconds: a connection holds no session,
+        and counts against nothing, until it does."""
+        assert route.opening is not None
+        timeout = self.handshake_timeout
+        try:
+            frame = await asyncio.wait_for(next_frame(channel, codec), timeout)
+        except asyncio.TimeoutError:
+            expected = ", ".join(route.opening)
+            raise ProtocolError(
+                ErrorCode.SESSION_ERROR, f"No {expected} message within {timeout} s of the handshake"
+            ) from None
+        if frame is None:
+            return None
+        return parse_message(codec.decode(frame), route.opening, expected=True)
 
     @contextlib.asynccontextmanager
-    async def hosting(self, channel: Channel, session: EnvHost, reply: Reply) -> AsyncIterator[None]:
+    async def hosting(
+        self, channel: Channel, session: EnvHost, reply: Reply, route: Route
+    ) -> AsyncIterator[None]:
         """Hold ``session`` in the server for the life of its connection.
 
         Registers it (for capacity, the idle reaper and shutdown), answers a
@@ -189,20 +247,23 @@ class Server:
         try:
             yield
         except ProtocolError as exc:
-            await _quietly(reply(ErrorReply.of(exc)))
+            await _bounded(reply(route.error_reply(exc)))
         except asyncio.CancelledError:
             if session.stop_reason is None:
                 raise
         except Exception as exc:  # noqa: BLE001 - a bug must not take the server down
             logger.exception("session_failed id=%s", session.id)
-            failed = ErrorReply(ErrorCode.SESSION_ERROR, f"The server failed: {type(exc).__name__}: {exc}")
-            await _quietly(reply(failed))
+            failed = ProtocolError(ErrorCode.SESSION_ERROR, f"The server failed: {type(exc).__name__}: {exc}")
+            await _bounded(reply(route.error_reply(failed)))
         finally:
+            # Each step of the goodbye is bounded: an env whose close hangs, or a
+            # peer that reads nothing, must not keep the session (or shutdown) waiting.
             self.sessions.pop(session.id, None)
-            await session.close()
+            await _bounded(session.close())
             if session.stop_reason is not None:
-                await _quietly(reply(ErrorReply(ErrorCode.SESSION_ERROR, session.stop_reason)))
-            await _quietly(channel.close(1001 if self.draining else 1000))
+                stopped = ProtocolError(ErrorCode.SESSION_ERROR, session.stop_reason)
+                await _bounded(reply(route.error_reply(stopped)))
+            await _bounded(channel.close(1001 if self.draining else 1000))
             logger.debug(
                 "session_close id=%s reason=%s active=%d", session.id,
                 "server" if session.stop_reason else "client", self.active_envs(),
@@ -221,13 +282,11 @@ class Server:
         client = channel.scope.get("client")
         elsewhere = channel.headers.get(PROCESS_HEADER) != PROCESS_TOKEN
         local = client is not None and is_loopback(client[0]) and elsewhere
-        table: Mapping[str, type[ClientMessage]] = route.messages
-        expected = route.expected
         metrics = self.metrics
         while (frame := await next_frame(channel, codec)) is not None:
             message = None
             try:
-                message = parse_message(codec.decode(frame), table, expected=expected)
+                message = route.parse(codec.decode(frame))
                 if isinstance(message, Close):
                     return
                 metrics.messages[message.type] += 1
@@ -240,7 +299,7 @@ class Server:
             except ProtocolError as exc:
                 if exc.code in CLOSING_ERRORS:
                     raise
-                answer = ErrorReply.of(exc)
+                answer = route.error_reply(exc)
             except Exception as exc:  # noqa: BLE001 - a bug must not take the server down
                 logger.exception("session_failed id=%s", session.id)
                 raise ProtocolError(
@@ -297,6 +356,9 @@ class Server:
             logger.warning("drain_timeout sessions_left=%d", len(self.sessions))
 
 
-async def _quietly(awaitable: Awaitable[Any]) -> None:
+
+
+async def _bounded(awaitable: Awaitable[Any]) -> None:
+    """Await ``awaitable`` for at most :data:`GOODBYE_TIMEOUT` seconds, ignoring its failure."""
     with contextlib.suppress(Exception):
-        await awaitable
+        await asyncio.wait_for(awaitable, GOODBYE_TIMEOUT)

@@ -10,6 +10,7 @@ grows past it.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -23,9 +24,8 @@ from ..protocol import ClientMessage, Observation, codec_for
 from ..protocol import http as wire
 from ..protocol.mcp import JsonRpcError
 from .hosting import Server
-from .mcp import handle_jsonrpc
+from .jsonrpc import handle_jsonrpc
 from .schema import metadata_document, openapi_document
-from .session import EnvCaller
 
 __all__ = ["http_routes", "json_response", "read_body"]
 
@@ -39,16 +39,26 @@ def json_response(payload: Any, status: int = 200) -> Response:
 
 
 async def read_body(request: Request, server: Server) -> bytes:
-    """The request body, refused (HTTP 413) once it is known to be over the frame limit."""
+    """The request body, refused (HTTP 413) once it is known to be over the frame
+    limit, and (HTTP 408) when its next chunk takes longer than ``handshake_timeout``."""
     limits = server.limits
     wire.check_declared_size(request.headers.get("content-length"), limits)
-    chunks, size = [], 0
-    async for chunk in request.stream():
+    chunks: list[bytes] = []
+    size = 0
+    stream = request.stream().__aiter__()
+    while True:
+        try:
+            chunk = await asyncio.wait_for(stream.__anext__(), server.handshake_timeout)
+        except StopAsyncIteration:
+            return b"".join(chunks)
+        except asyncio.TimeoutError:
+            raise wire.HttpError(
+                408, {"detail": f"The request body stalled for {server.handshake_timeout} s"}
+            ) from None
         size += len(chunk)
         if size > limits.max_frame_bytes:
             wire.parse_body(b" " * size, limits)  # raises the 413
         chunks.append(chunk)
-    return b"".join(chunks)
 
 
 class _Endpoints:
@@ -63,17 +73,19 @@ class _Endpoints:
 
     async def _answer(self, *messages: ClientMessage) -> Response:
         """Run ``messages`` on a throwaway session, like OpenEnv's stateless HTTP
-        routes, and answer with the data of the last reply."""
-        source = self.server.source
-        session = source.session_type(source, codec=codec_for(None), caller=EnvCaller("thread"))
+        routes, and answer with the data of the last reply. The session counts
+        against the server's capacity and its env calls against the step
+        timeout, as a WebSocket session's do; they run on its own thread."""
+        server = self.server
+        source = server.source
+        session = source.session_type(source, codec=codec_for(None), caller=server.env_caller("thread"))
         try:
-            await session.start()
-            for message in messages:
-                answer = await session.handle(message)
+            async with server.holding(session):
+                await session.start()
+                for message in messages:
+                    answer, _ = await session.respond(message)
         except ProtocolError as exc:
             raise wire.http_error(exc) from None
-        finally:
-            await session.close()
         assert isinstance(answer, Observation)
         return json_response(answer.to_wire()["data"])
 
@@ -102,6 +114,7 @@ class _Endpoints:
                 "active_sessions": active,
                 "max_sessions": server.max_sessions,
                 "available_sessions": max(server.max_sessions - active, 0),
+                "hung_env_calls": len(server.hung_calls),
             },
             503 if server.draining else 200,
         )

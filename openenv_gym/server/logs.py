@@ -16,7 +16,7 @@ import logging
 import sys
 import time
 
-__all__ = ["configure_logging", "JsonFormatter", "quiet_uvicorn", "uvicorn_log_level", "LOG_LEVELS"]
+__all__ = ["configure_logging", "JsonFormatter", "Throttled", "quiet_uvicorn", "uvicorn_log_level", "LOG_LEVELS"]
 
 #: Level names ``configure_logging`` and ``openenv-gym serve --log-level`` take.
 LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -82,6 +82,30 @@ def _level(level: int | str) -> int:
     if level.lower() not in LOG_LEVELS:
         raise ValueError(f"log level must be one of {', '.join(LOG_LEVELS)}, not {level!r}")
     return getattr(logging, level.upper())
+
+
+class Throttled:
+    """One log event that may come in floods (refused tokens, say): the first one
+    is logged, then at most one line per ``interval`` seconds, counting those left out.
+
+        >>> refused = Throttled(logging.getLogger("openenv_gym.server"), "auth_refused")
+        >>> refused.warning("path=%s", "/reset")      # logged
+        >>> refused.warning("path=%s", "/reset")      # counted, logged with the next line
+    """
+
+    def __init__(self, logger: logging.Logger, event: str, interval: float = 60.0) -> None:
+        self.logger, self.event, self.interval = logger, event, interval
+        self._next = 0.0
+        self._skipped = 0
+
+    def warning(self, fields: str, *args: object) -> None:
+        now = time.monotonic()
+        if now < self._next:
+            self._skipped += 1
+            return
+        self._next = now + self.interval
+        skipped, self._skipped = self._skipped, 0
+        self.logger.warning(f"{self.event} {fields} unlogged_since_last={skipped}", *args)
 
 
 class _InvalidUtf8Frame(logging.Filter):

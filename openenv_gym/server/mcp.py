@@ -1,38 +1,48 @@
-"""What a server answers on ``/mcp`` (JSON-RPC 2.0), the way OpenEnv answers it.
+"""``WS /mcp``: JSON-RPC frames, one session per connection.
 
-Gymnasium envs have no MCP tools, so every well-formed tool request gets the
-reference server's ``-32603 "Environment does not support MCP"``; malformed
-requests get the standard JSON-RPC codes.
-
-    >>> handle_jsonrpc({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})["error"]["code"]
-    -32603
+Its connections are sessions like any other: counted against capacity,
+closed when idle and at shutdown; each frame is a request, answered by
+:func:`~openenv_gym.server.jsonrpc.handle_jsonrpc` (``POST /mcp`` answers one
+request per body, in :mod:`.http`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..protocol.mcp import (
-    INTERNAL_ERROR,
-    METHOD_NOT_FOUND,
-    JsonRpcError,
-    error_response,
-    parse_request,
-)
+from ..errors import ErrorCode, ProtocolError
+from ..protocol import ClientMessage, ServerMessage
+from ..protocol.mcp import JsonRpcMessage, JsonRpcReply, error_for
+from .jsonrpc import handle_jsonrpc
+from .routes import Opening, Route
+from .session import EnvHost
 
-__all__ = ["handle_jsonrpc"]
+__all__ = ["McpSession", "McpRoute"]
 
-_KNOWN_METHODS = frozenset(
-    {"tools/list", "tools/call", "openenv/session/create", "openenv/session/close"}
-)
+class McpSession(EnvHost):
+    """A ``WS /mcp`` connection: JSON-RPC requests in, responses out (no env of its own)."""
+
+    builds = "an MCP session"
+
+    def __init__(self, opening: Opening, source: Any) -> None:
+        super().__init__(source, lambda: None, opening.codec, opening.caller)
+
+    async def handle(self, message: ClientMessage) -> ServerMessage:
+        if not isinstance(message, JsonRpcMessage):
+            raise ProtocolError(ErrorCode.UNKNOWN_TYPE, f"Unknown message type: {message.type}")
+        return JsonRpcReply(handle_jsonrpc(message.payload))
 
 
-def handle_jsonrpc(payload: Any) -> dict[str, Any]:
-    """The JSON-RPC response to one decoded request."""
-    try:
-        request = parse_request(payload)
-    except JsonRpcError as exc:
-        return exc.response
-    if request.method not in _KNOWN_METHODS:
-        return error_response(request.id, METHOD_NOT_FOUND, f"Method not found: {request.method}")
-    return error_response(request.id, INTERNAL_ERROR, "Environment does not support MCP")
+class McpRoute(Route):
+    """``WS /mcp``: JSON-RPC frames, without OpenEnv's envelopes."""
+
+    path = "/mcp"
+
+    def session(self, opening: Opening) -> EnvHost:
+        return McpSession(opening, self.source)
+
+    def parse(self, message: Any) -> ClientMessage:
+        return JsonRpcMessage(message)
+
+    def error_reply(self, error: ProtocolError) -> ServerMessage:
+        return JsonRpcReply(error_for(error))

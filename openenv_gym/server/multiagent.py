@@ -321,6 +321,12 @@ class AgentsSession(Session):
         self.build = self._build
 
     def _build(self) -> Any:
+        if self.call.isolated:
+            raise TypeError(
+                f"the whole-game route {wire.AGENTS_PATH} runs the game in the server's process, and "
+                f"this server isolates envs in processes of their own (execution='process'): play a "
+                f"seat on /ws"
+            )
         if self.api not in self.multiagent.apis:
             raise ValueError(
                 f"this game is served through the APIs {list(self.multiagent.apis)}, not "

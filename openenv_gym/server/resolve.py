@@ -11,6 +11,7 @@ a Gymnasium env) decides the session type and ``/schema`` of the source.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import inspect
@@ -71,9 +72,13 @@ def _factory(env: EnvLike, make_kwargs: dict[str, Any]) -> _Factory:
     )
 
 
+# Factories are partials of importable functions, so that a process of its own
+# (execution="process") can be sent one and build the same env.
+
+
 def _old_gym_id(env: Any, make_kwargs: dict[str, Any]) -> _Factory:
     old_id = env[len(legacy.GYM_ID_PREFIX):]
-    return _Factory(lambda: legacy.make_gym_id(old_id, **make_kwargs), env)
+    return _Factory(functools.partial(legacy.make_gym_id, old_id, **make_kwargs), env)
 
 
 def _pettingzoo_module(env: Any, make_kwargs: dict[str, Any]) -> _Factory:
@@ -89,7 +94,7 @@ def _pettingzoo_module(env: Any, make_kwargs: dict[str, Any]) -> _Factory:
 
 def _gym_id(env: Any, make_kwargs: dict[str, Any]) -> _Factory:
     gym.spec(env)  # raises a clear NameNotFound error for unknown ids
-    return _Factory(lambda: gym.make(env, **make_kwargs), env, env)
+    return _Factory(functools.partial(gym.make, env, **make_kwargs), env, env)
 
 
 def _import_path(env: Any, make_kwargs: dict[str, Any]) -> _Factory:
@@ -108,7 +113,7 @@ def _instance(env: Any, make_kwargs: dict[str, Any]) -> _Factory:
 
 
 def _callable(env: Any, make_kwargs: dict[str, Any]) -> _Factory:
-    return _Factory(lambda: env(**make_kwargs), getattr(env, "__qualname__", None) or repr(env))
+    return _Factory(functools.partial(env, **make_kwargs), getattr(env, "__qualname__", None) or repr(env))
 
 
 def _is_module(text: str) -> bool:
@@ -168,7 +173,11 @@ def _source(factory: _Factory, probe: Any) -> EnvSource:
 
 
 def _converted(make: Callable[[], Any], api: legacy.LegacyApi) -> Callable[[], gym.Env]:
-    return lambda: legacy.to_gymnasium(make(), api)
+    return functools.partial(_build_converted, make, api)
+
+
+def _build_converted(make: Callable[[], Any], api: legacy.LegacyApi) -> gym.Env:
+    return legacy.to_gymnasium(make(), api)
 
 
 def _gym_source(factory: _Factory, probe: gym.Env) -> EnvSource:
@@ -220,7 +229,7 @@ def _multiagent_source(factory: _Factory, probe: Any) -> EnvSource:
         probe.close()
     observation_space, action_space = game.seat_spaces()
     source = EnvSource(
-        factory=lambda: multiagent.SeatEnv(game),
+        factory=functools.partial(multiagent.SeatEnv, game),
         name=factory.name,
         env_id=game.env_metadata.get("name") or None,
         observation_space=observation_space,

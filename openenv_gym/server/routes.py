@@ -12,6 +12,7 @@ route          opening message                      session
 ``/ws``        none                                 the source's ``session_type`` (one env)
 ``/agents``    none (``?api=aec|parallel``)         :class:`~.multiagent.AgentsSession`
 ``/vector``    ``vector_open``                      :class:`~.vector.VectorSession` (N envs)
+``/mcp``       none (JSON-RPC frames, no envelope)  :class:`~.mcp.McpSession` (no env)
 =============  ==================================  ===========================================
 """
 
@@ -20,9 +21,10 @@ from __future__ import annotations
 import abc
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
-from ..protocol import WS_MESSAGES, ClientMessage, Codec
+from ..errors import ProtocolError
+from ..protocol import WS_MESSAGES, ClientMessage, Codec, ErrorReply, ServerMessage, parse_message
 from .session import EnvCaller, EnvHost
 from .source import EnvSource
 
@@ -61,6 +63,14 @@ class Route(abc.ABC):
     @abc.abstractmethod
     def session(self, opening: Opening) -> EnvHost:
         """The session for a new connection (its environment is built later, by ``start``)."""
+
+    def parse(self, message: Any) -> ClientMessage:
+        """A decoded message of an open session, typed (OpenEnv's envelopes by default)."""
+        return parse_message(message, self.messages, expected=self.expected)
+
+    def error_reply(self, error: ProtocolError) -> ServerMessage:
+        """The frame answering ``error`` on this route (OpenEnv's error frame by default)."""
+        return ErrorReply.of(error)
 
 
 class WsRoute(Route):

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import logging
+import math
 import socket
 import threading
 import time
@@ -22,8 +24,10 @@ import uvicorn
 from ..errors import ListenError
 from ..protocol import Limits
 from .app import create_app
+from .hosting import DEFAULT_HANDSHAKE_TIMEOUT
 from .logs import quiet_uvicorn
 from .source import EnvLike
+from .transport import BackpressuredWebSocket, GuardedHttp
 
 __all__ = ["serve", "local_server", "uvicorn_config", "GracefulServer", "listening_socket"]
 
@@ -75,11 +79,18 @@ def uvicorn_config(
     The frame limit follows ``limits.max_frame_bytes``; keepalive pings every
     ``ping_interval`` seconds, dropping a peer that does not answer within
     ``ping_timeout`` (``None`` turns them off, for tunnels that drop pings);
-    access logs are off (one line per HTTP request drowns real problems).
+    a connection that sends no complete request within the app's
+    ``handshake_timeout`` is closed; a WebSocket peer that reads nothing is
+    read no more; access logs are off (one line per HTTP request drowns real
+    problems).
     """
     limits = limits or Limits()
     quiet_uvicorn()
+    state = getattr(getattr(app, "state", None), "openenv_gym", None)
+    handshake_timeout = state.handshake_timeout if state is not None else DEFAULT_HANDSHAKE_TIMEOUT
     options: dict[str, Any] = {
+        "http": functools.partial(GuardedHttp, handshake_timeout=handshake_timeout),
+        "ws": BackpressuredWebSocket,
         "ws_max_size": limits.max_frame_bytes,
         "ws_ping_interval": ping_interval,
         "ws_ping_timeout": ping_timeout,
@@ -92,12 +103,15 @@ def uvicorn_config(
 
 
 class GracefulServer(uvicorn.Server):
-    """uvicorn, draining openenv-gym sessions before it closes connections.
+    """uvicorn, draining openenv-gym sessions before it closes connections, within
+    ``drain_timeout`` seconds in all.
 
-    On SIGINT or SIGTERM (or ``should_exit``), sessions in the middle of an
-    env call finish it and send the reply, every session gets a
-    SESSION_ERROR frame saying the server is shutting down and close code
-    1001, and only then does uvicorn close what is left.
+    On SIGINT or SIGTERM (or ``should_exit``), the server stops listening;
+    sessions in the middle of an env call finish it and send the reply, every
+    session gets a SESSION_ERROR frame saying the server is shutting down and
+    close code 1001; uvicorn then waits for the HTTP requests in flight until
+    the deadline, and whatever is left (a peer that sends a body it never
+    finishes, or reads nothing) is cut off, so the process always exits.
     """
 
     def __init__(self, config: uvicorn.Config, *, drain_timeout: float = 30.0) -> None:
@@ -105,12 +119,18 @@ class GracefulServer(uvicorn.Server):
         self.drain_timeout = drain_timeout
 
     async def shutdown(self, sockets: Any = None) -> None:
+        deadline = time.monotonic() + self.drain_timeout
         state = getattr(getattr(self.config.app, "state", None), "openenv_gym", None)
         if state is not None:
             for server in self.servers:  # refuse new connections while draining
                 server.close()
             await state.drain(self.drain_timeout)
+        self.config.timeout_graceful_shutdown = max(math.ceil(deadline - time.monotonic()), 1)  # whole seconds
         await super().shutdown(sockets)
+        for connection in list(self.server_state.connections):
+            transport = getattr(connection, "transport", None)
+            if transport is not None:
+                transport.abort()
 
 
 def serve(

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import __version__, spaces
+from .. import spaces
+from .._version import __version__
 from ..protocol import EXTENSION_KEY, SUBPROTOCOLS, jsonable
 from ..protocol.vector import VECTOR_PATH, VECTOR_VERSION
 from .source import EnvSource

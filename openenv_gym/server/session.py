@@ -16,10 +16,12 @@ their step time.
 from __future__ import annotations
 
 import asyncio
+import queue
+import threading
 import time
 import uuid
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import Any, Literal
 
 from ..errors import EnvCallTimeout, ErrorCode, ProtocolError
@@ -36,18 +38,26 @@ from ..protocol import (
     Step,
 )
 from ..protocol import gym as gym_data
-from .mcp import handle_jsonrpc
+from .deadline import EnvCallInterrupted, InlineDeadline
+from .isolation import EnvCrashed, ProcessEnv
+from .jsonrpc import handle_jsonrpc
 from .source import EnvSource
 
-__all__ = ["EnvHost", "Session", "EnvCaller", "Execution", "describe_error"]
+__all__ = ["EnvHost", "Session", "EnvCaller", "Execution", "describe_error", "HungCalls"]
 
 #: How environment calls are run: ``"thread"`` always on the session's own
 #: worker thread; ``"inline"`` always on the event loop (fastest, but a slow
 #: call stalls every session); ``"auto"`` starts on the thread and moves a
 #: session inline once its calls have proven fast, and back for good at the
 #: first slow call.
-Execution = Literal["auto", "thread", "inline"]
+Execution = Literal["auto", "thread", "inline", "process"]
 
+
+#: Seconds building a session's env may take under a step timeout (if that is shorter).
+BUILD_TIMEOUT = 60.0
+
+#: Seconds an inline env call may run before it is interrupted (see :mod:`.deadline`).
+DEFAULT_INLINE_DEADLINE = 5.0
 
 #: The longest run of fast calls an often-demoted session needs to run inline again.
 MAX_PROMOTE_AFTER = 4096
@@ -88,7 +98,11 @@ class EnvCaller:
     With a ``timeout``, every call runs on the thread (a hung call inline
     could not be timed out) and one that takes longer raises
     :class:`EnvCallTimeout`; the hung thread is abandoned and the next call
-    gets a fresh one.
+    gets a fresh one. Without one, an inline call that runs past
+    ``inline_deadline`` is interrupted where the platform allows
+    (:mod:`.deadline`), raising :class:`EnvCallInterrupted`, and the session
+    runs on its thread for good: a fast env that hangs stalls the event loop
+    for ``inline_deadline`` seconds, not for ever.
     """
 
     def __init__(
@@ -98,9 +112,16 @@ class EnvCaller:
         timeout: float | None = None,
         inline_threshold: float = 0.002,
         promote_after: int = 16,
+        hung: HungCalls | None = None,
+        inline_deadline: float | None = DEFAULT_INLINE_DEADLINE,
     ) -> None:
-        if execution not in ("auto", "thread", "inline"):
-            raise ValueError(f"execution must be 'auto', 'thread' or 'inline', not {execution!r}")
+        if execution not in ("auto", "thread", "inline", "process"):
+            raise ValueError(f"execution must be 'auto', 'thread', 'inline' or 'process', not {execution!r}")
+        #: Each session's env lives in a process of its own (:mod:`.isolation`); its
+        #: calls, which wait on that process, run on the session's thread.
+        self.isolated = execution == "process"
+        if self.isolated:
+            execution = "thread"
         if timeout is not None:
             if timeout <= 0:
                 raise ValueError(f"the step timeout must be positive, not {timeout}")
@@ -110,7 +131,14 @@ class EnvCaller:
                     "or 'thread' with it"
                 )
             execution = "thread"
+        if inline_deadline is not None and inline_deadline <= 0:
+            raise ValueError(f"the inline deadline must be positive or None, not {inline_deadline}")
         self.timeout = timeout
+        #: Where calls this caller abandons are counted until they return.
+        self.hung = hung
+        #: Seconds an inline call may run before it is interrupted (see :mod:`.deadline`).
+        self.inline_deadline = inline_deadline
+        self._deadline: InlineDeadline | None = None
         self.execution = execution
         self.inline_threshold = inline_threshold
         self.promote_after = promote_after
@@ -119,7 +147,7 @@ class EnvCaller:
         #: Seconds the calls spent running (on the thread: from when it started
         #: the call, so waiting for the thread is not counted), summed until reset.
         self.seconds = 0.0
-        self._executor: ThreadPoolExecutor | None = None
+        self._worker: _Worker | None = None
 
     @property
     def inline(self) -> bool:
@@ -129,30 +157,49 @@ class EnvCaller:
         if self._inline:
             auto = self.execution == "auto"
             usage = _thread_usage() if auto else None
+            deadline = self._deadline_keeper()
             start = time.perf_counter()
+            if deadline is not None:
+                deadline.begin(self.inline_deadline)  # type: ignore[arg-type]
             try:
                 return fn(*args, **kwargs)
+            except EnvCallInterrupted:
+                self.execution, self._inline = "thread", False  # this env hangs: never inline again
+                raise
             finally:
+                if deadline is not None:
+                    deadline.end()
                 self.seconds += (elapsed := time.perf_counter() - start)
                 if auto and elapsed > self.inline_threshold and self._slow_since(usage):
                     self._inline = False
                     self._fast_calls = 0
                     self.promote_after = min(self.promote_after * 2, MAX_PROMOTE_AFTER)
-        if self._executor is None:
-            self._executor = ThreadPoolExecutor(1, thread_name_prefix="openenv-gym-session")
+        return await self._on_thread(fn, args, kwargs, self.timeout)
+
+    async def build(self, fn: Callable[[], Any]) -> Any:
+        """Build a session's env (``fn``) on its thread: env calls' timeout is for
+        calls, so a build gets :data:`BUILD_TIMEOUT` seconds, or more. A caller
+        told to run everything inline (``execution="inline"``) builds inline too."""
+        if self.execution == "inline":
+            return await self(fn)
+        timeout = None if self.timeout is None else max(self.timeout, BUILD_TIMEOUT)
+        return await self._on_thread(fn, (), {}, timeout)
+
+    async def _on_thread(
+        self, fn: Callable[..., Any], args: tuple, kwargs: dict, timeout: float | None
+    ) -> Any:
+        if self._worker is None:
+            self._worker = _Worker()
         timed = _Timed(fn, args, kwargs)
-        loop = asyncio.get_running_loop()
         try:
-            future = loop.run_in_executor(self._executor, timed)
-            if self.timeout is None:
+            future = asyncio.wrap_future(self._worker.submit(timed))
+            if timeout is None:
                 return await future
             try:
-                return await asyncio.wait_for(future, self.timeout)
+                return await asyncio.wait_for(future, timeout)
             except asyncio.TimeoutError:
                 self.shutdown()  # the hung thread is left behind; the next call gets a new one
-                raise EnvCallTimeout(
-                    f"{getattr(fn, '__name__', 'the call')} took longer than {self.timeout} s"
-                ) from None
+                raise EnvCallTimeout(f"{getattr(fn, '__name__', 'the call')} took longer than {timeout} s") from None
         finally:
             if timed.elapsed is not None:
                 self.seconds += timed.elapsed
@@ -164,6 +211,14 @@ class EnvCaller:
                 else:
                     self._fast_calls = 0
 
+    def _deadline_keeper(self) -> InlineDeadline | None:
+        """The deadline keeper of the event loop's thread, when calls have a deadline."""
+        if self.inline_deadline is None:
+            return None
+        if self._deadline is None:
+            self._deadline = InlineDeadline.for_this_thread()
+        return self._deadline
+
     def _slow_since(self, before: tuple[float, int] | None) -> bool:
         """Whether a call that took long blocked or computed (not merely preempted)."""
         after = _thread_usage()
@@ -173,9 +228,75 @@ class EnvCaller:
         return blocked or cpu >= self.inline_threshold
 
     def shutdown(self) -> None:
-        if self._executor is not None:
-            self._executor.shutdown(wait=False, cancel_futures=True)
-            self._executor = None
+        """Let the worker thread end once its call (if any) returns; a call that is
+        still running counts in ``hung`` until it does."""
+        if self._worker is not None:
+            self._worker.abandon(self.hung)
+            self._worker = None
+
+
+class HungCalls:
+    """The env calls of one server still running on threads their sessions
+    abandoned (a step timeout, a close that did not return): each holds a
+    thread, and perhaps an environment, until it returns."""
+
+    def __init__(self) -> None:
+        self._workers: set[_Worker] = set()
+
+    def __len__(self) -> int:
+        return len(self._workers)
+
+    def add(self, worker: _Worker) -> None:
+        self._workers.add(worker)
+
+    def discard(self, worker: _Worker) -> None:
+        self._workers.discard(worker)
+
+
+class _Worker:
+    """One daemon thread running the calls submitted to it, in order.
+
+    A daemon, unlike a ``ThreadPoolExecutor``'s workers, which the interpreter
+    joins at exit: an env call that hangs for good must not keep the server
+    process (or a program that used ``local_server``) from exiting.
+    """
+
+    def __init__(self) -> None:
+        self._calls: queue.SimpleQueue[tuple[Future, Callable[[], Any]] | None] = queue.SimpleQueue()
+        self._busy = False
+        #: Where it is counted once abandoned in the middle of a call, until the call returns.
+        self._hung: HungCalls | None = None
+        threading.Thread(target=self._run, name="openenv-gym-env", daemon=True).start()
+
+    def submit(self, fn: Callable[[], Any]) -> Future:
+        future: Future = Future()
+        self._calls.put((future, fn))
+        return future
+
+    def abandon(self, hung: HungCalls | None) -> None:
+        """No more calls: the thread ends once the one it runs (if any) returns,
+        counted in ``hung`` until then."""
+        if self._busy and hung is not None:
+            self._hung = hung
+            hung.add(self)
+        self._calls.put(None)
+
+    def _run(self) -> None:
+        while (call := self._calls.get()) is not None:
+            future, fn = call
+            if not future.set_running_or_notify_cancel():
+                continue
+            self._busy = True
+            try:
+                result = fn()
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller
+                future.set_exception(exc)
+            else:
+                future.set_result(result)
+            finally:
+                self._busy = False
+                if self._hung is not None:
+                    self._hung.discard(self)
 
 
 class _Timed:
@@ -231,7 +352,7 @@ class EnvHost:
     async def start(self) -> None:
         """Build the environment; failures become FACTORY_ERROR."""
         try:
-            self.env = await self.call(self.build)
+            self.env = await self.call.build(self.build)
         except Exception as exc:  # noqa: BLE001 - any factory failure is reported
             raise ProtocolError(
                 ErrorCode.FACTORY_ERROR,
@@ -261,18 +382,22 @@ class EnvHost:
     async def run(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Call the env; what it raises goes back to the client as EXECUTION_ERROR.
 
-        A call past the step timeout recycles the session: the hung env is
-        abandoned (it cannot be closed while it hangs), a fresh one is built,
-        and the client must reset.
+        A call past the step timeout, or an env process that died, recycles the
+        session: the hung env is abandoned (it cannot be closed while it hangs;
+        an env in its own process is killed), a fresh one is built, and the
+        client must reset.
         """
         try:
             return await self.call(fn, *args, **kwargs)
-        except EnvCallTimeout as exc:
-            self.env, self._reset_done = None, False
+        except (EnvCallTimeout, EnvCrashed) as exc:
+            what = "hung" if isinstance(exc, EnvCallTimeout) else "crashed"
+            env, self.env, self._reset_done = self.env, None, False
+            if isinstance(env, ProcessEnv):
+                env.kill()
             await self.start()
             raise ProtocolError(
                 ErrorCode.EXECUTION_ERROR,
-                f"The environment hung: {exc}. This session now has a fresh environment; "
+                f"The environment {what}: {exc}. This session now has a fresh environment; "
                 f"call reset to start a new episode",
             ) from exc
         except Exception as exc:  # noqa: BLE001 - env errors go back to the client
@@ -301,7 +426,8 @@ class Session(EnvHost):
     """
 
     def __init__(self, source: EnvSource, *, codec: Codec, caller: EnvCaller | None = None) -> None:
-        super().__init__(source, source.make, codec, caller)
+        caller = caller or EnvCaller()
+        super().__init__(source, source.make_isolated if caller.isolated else source.make, codec, caller)
         self.episode_id: str | None = None
         self.step_count = 0
         self.seed: int | None = None

@@ -49,6 +49,18 @@ class EnvSource:
     #: which speaks OpenEnv's named fields and publishes its own schemas.
     fields: Any = None
 
+    def make_isolated(self) -> Any:
+        """Build a fresh environment for a session, in a process of its own
+        (:mod:`~openenv_gym.server.isolation`), from the same factory."""
+        from .isolation import ProcessEnv
+
+        if self.fields is not None:
+            raise TypeError(
+                f"{self.name!r} cannot run in a process of its own: process isolation serves "
+                f"Gymnasium envs, legacy Gym envs and PettingZoo seats"
+            )
+        return ProcessEnv(self.factory, self.name)
+
     def make(self) -> Any:
         """Build a fresh environment for a session."""
         env = self.factory()

@@ -9,15 +9,101 @@ microseconds of a ~100 µs round trip).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket
+from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
 from ..errors import ErrorCode, ProtocolError
 from ..protocol import SUBPROTOCOLS, Codec
 
-__all__ = ["Channel", "SessionEndpoint", "next_frame"]
+__all__ = ["Channel", "SessionEndpoint", "next_frame", "BackpressuredWebSocket", "GuardedHttp"]
+
+
+class GuardedHttp(H11Protocol):
+    """uvicorn's HTTP/1.1 protocol, closing a connection that sends no complete
+    request within ``handshake_timeout`` seconds (of its opening, or of the end
+    of its previous response).
+
+    uvicorn times out a kept-alive connection only while it is silent: a peer
+    that opens connections and sends nothing, half a request line, or half a
+    WebSocket upgrade, byte by byte, holds them (and a file descriptor each) for
+    ever, before any token or capacity check can see it.
+    """
+
+    def __init__(self, *args: Any, handshake_timeout: float, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._handshake_timeout = handshake_timeout
+        self._deadline: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm()
+
+    def handle_events(self) -> None:
+        super().handle_events()
+        upgraded = self.transport.get_protocol() is not self
+        if upgraded or (self.cycle is not None and not self.cycle.response_complete):
+            self._disarm()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self._arm()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def _arm(self) -> None:
+        self._disarm()
+        self._deadline = self.loop.call_later(self._handshake_timeout, self._timed_out)
+
+    def _disarm(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
+    def _timed_out(self) -> None:
+        self._deadline = None
+        if not self.transport.is_closing() and self.transport.get_protocol() is self:
+            self.transport.close()
+
+
+class BackpressuredWebSocket(WebSocketsSansIOProtocol):
+    """uvicorn's WebSocket protocol, reading no more from a peer that reads nothing.
+
+    uvicorn answers every ping at once, into the connection's write buffer,
+    whether or not the peer reads: a peer that sends pings and never reads the
+    pongs would grow the server's memory as fast as it sends. Here, while the
+    write buffer is over its high-water mark, the connection stops reading
+    (pings, messages, anything) until the peer has read enough: back-pressure
+    in both directions, and a peer that stops reading only fills its own buffers.
+    """
+
+    _writing_paused = False
+
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        self._writing_paused = True
+        self.transport.pause_reading()
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        self._writing_paused = False
+        if not self.read_paused:
+            self.transport.resume_reading()
+
+    async def receive(self) -> Any:
+        message = await self.queue.get()
+        if self.read_paused and self.queue.empty():
+            self.read_paused = False
+            if not self._writing_paused:
+                self.transport.resume_reading()
+        return message
 
 
 class Channel(WebSocket):

@@ -122,6 +122,9 @@ class VectorSession(EnvHost):
         return self.backend == "sync"
 
     def _make(self) -> _Backend:
+        if self.call.isolated:  # each env in a process of its own already: step them in turn
+            fns = [self.source.make_isolated] * self.num_envs
+            return gym.vector.SyncVectorEnv(fns, autoreset_mode=self.autoreset_mode, copy=False)
         if self.backend == "async":
             in_worker = functools.partial(_make_in_worker, self.source.make, os.getpid())
             return gym.vector.AsyncVectorEnv([in_worker] * self.num_envs, autoreset_mode=self.autoreset_mode)

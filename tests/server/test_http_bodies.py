@@ -69,7 +69,7 @@ def test_a_deep_mcp_body_is_a_json_rpc_parse_error(url):
 
 def test_a_deep_mcp_websocket_frame_is_a_json_rpc_parse_error(url):
     with connect(url.replace("http://", "ws://") + "/mcp", max_size=None) as ws:
-        ws.send(("[" * 20_000 + "]" * 20_000))
+        ws.send("[" * 20_000 + "]" * 20_000)
         answer = json.loads(ws.recv(10))
         assert answer["error"]["code"] == -32700 and "nesting" in answer["error"]["message"]
         ws.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))

@@ -100,9 +100,12 @@ multi_binaries = st.one_of(
 
 @st.composite
 def texts(draw):
+    # No NUL: Gymnasium's Text.sample joins a numpy string array, which drops trailing
+    # NULs, so a space with NUL in its charset samples values it does not contain.
     charset = draw(
         st.lists(
-            st.characters(codec="utf-8", exclude_categories=["Cs"]), min_size=1, max_size=8, unique=True
+            st.characters(codec="utf-8", exclude_categories=["Cs"], exclude_characters="\x00"),
+            min_size=1, max_size=8, unique=True
         ).map("".join)
     )
     min_length = draw(st.integers(0, 3))

@@ -16,8 +16,8 @@ import pytest
 
 import openenv_gym
 from openenv_gym.client.retry import RECONNECTED, Reconnect
-from tests.conftest import free_port, server_process
-from tests.test_faults import health, serve_args
+from tests.conftest import free_port, serve_args, server_process
+from tests.server.test_faults import health
 
 FLAG = f"_{RECONNECTED}"
 

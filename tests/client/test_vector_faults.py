@@ -26,8 +26,7 @@ from gymnasium.vector import AutoresetMode
 import openenv_gym
 from openenv_gym.client.retry import LOST_REASON, RECONNECTED, Reconnect
 from openenv_gym.errors import ConnectionClosedError, MessageTimeoutError, OpenEnvGymError
-from tests.conftest import free_port, server_process
-from tests.test_faults import serve_args
+from tests.conftest import free_port, serve_args, server_process
 
 #: Retries for about 10 s: a restarted server is back well within that.
 POLICY = Reconnect(attempts=40, backoff=0.05, max_backoff=0.25)

@@ -23,7 +23,7 @@ from openenv_gym.protocol import Reset, Step
 pytest.importorskip("chess")
 
 #: The pydantic schemas of upstream OpenEnv envs, captured from their servers.
-UPSTREAM_SCHEMAS = Path(__file__).parent / "data" / "real-env-json-schemas.json"
+UPSTREAM_SCHEMAS = Path(__file__).parent.parent / "data" / "real-env-json-schemas.json"
 
 
 def listening_ports() -> set[int]:
@@ -360,3 +360,34 @@ def test_make_vec_shares_one_embedded_server_and_stops_it(codec):
     finally:
         vec.close()
     assert server.process.poll() is not None, "the embedded server outlived its vector env"
+
+
+@pytest.mark.parametrize("env_module, kwargs, action", [
+    ("chess_env", {"agent_color": None}, lambda obs: {"move": obs.fields["legal_moves"][0]}),
+    ("connect4_env", {"opponent": "random"}, lambda obs: {"column": obs.fields["legal_actions"][0]}),
+])
+def test_unseeded_reset_carries_on_the_seeded_stream(env_module, kwargs, action):
+    """As Gymnasium: only ``reset(seed=...)`` reseeds the opponent; a later
+    ``reset()`` goes on from it, so a run seeded once replays exactly."""
+    from openenv_gym.catalog.chess_env import ChessEnvironment
+    from openenv_gym.catalog.connect4_env import Connect4Environment
+
+    cls = {"chess_env": ChessEnvironment, "connect4_env": Connect4Environment}[env_module]
+
+    def games() -> list[list]:
+        env = cls(**kwargs)
+        played = []
+        for episode in range(4):
+            obs = env.reset(seed=5) if episode == 0 else env.reset()
+            trail = [repr(obs.fields)]
+            for _ in range(30):
+                obs = env.step(action(obs))
+                trail.append(repr(obs.fields))
+                if obs.done:
+                    break
+            played.append(trail)
+        return played
+
+    first, second = games(), games()
+    assert first == second
+    assert len({repr(game) for game in first}) > 1  # the opponent did not restart its stream

@@ -126,3 +126,31 @@ def test_reset_options_and_episode_id(cartpole_url):
         env.reset()
         state = env.state()
         assert state["episode_id"] != "mine" and state["seed"] is None
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+def test_returned_arrays_are_the_callers_to_write(encoding):
+    """As from a local env: observations, info arrays and render frames are writable,
+    though msgpack decodes them as read-only views of the received bytes."""
+
+    def arrays(value):
+        if isinstance(value, np.ndarray):
+            yield value
+        elif isinstance(value, dict):
+            for item in value.values():
+                yield from arrays(item)
+        elif isinstance(value, tuple):
+            for item in value:
+                yield from arrays(item)
+
+    with openenv_gym.local_server(CompositeEnv, env_kwargs={"render_mode": "rgb_array"}) as url:
+        with openenv_gym.RemoteEnv(url, encoding=encoding) as env:
+            obs, info = env.reset(seed=0)
+            found = list(arrays((obs, info)))
+            obs, *_, info = env.step(env.action_space.sample())
+            found += list(arrays((obs, info))) + [env.render()]
+            assert env.observation_space.contains(obs)
+    assert len(found) >= 3
+    for array in found:
+        array[...] = array  # would raise "assignment destination is read-only"
+        assert array.flags.writeable

@@ -1,4 +1,6 @@
-"""RemoteVectorEnv against Gymnasium's SyncVectorEnv, stock OpenEnv servers, and slow envs."""
+"""RemoteVectorEnv against Gymnasium's SyncVectorEnv, stock OpenEnv servers, and slow envs.
+
+The server's vector backends are in ``tests/server/test_vector.py``."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import openenv_gym
 from openenv_gym.errors import CapacityReachedError, OpenEnvGymError, ProtocolMismatchError
 from tests.conftest import asgi_server
 from tests.envs import CompositeEnv, SlowEnv
+from tests.parity import run_parity
 
 ENVS = {
     "CartPole-v1": lambda: gym.make("CartPole-v1"),
@@ -37,45 +40,7 @@ def servers():
         }
 
 
-def assert_same(a, b, path="value"):
-    """Exact equality of values, dtypes and container types (NaN equals NaN).
 
-    Dict key order is not compared: a Dict observation decoded from the wire has
-    its space's key order, the env's own dict may not (both are the same value)."""
-    if isinstance(b, dict):
-        assert isinstance(a, dict) and set(a) == set(b), f"{path}: keys {list(a)} != {list(b)}"
-        for key in b:
-            assert_same(a[key], b[key], f"{path}[{key!r}]")
-    elif isinstance(b, np.ndarray):
-        assert isinstance(a, np.ndarray), f"{path}: {type(a)} is not an ndarray"
-        assert a.dtype == b.dtype and a.shape == b.shape, f"{path}: {a.dtype}{a.shape} != {b.dtype}{b.shape}"
-        if b.dtype == object:
-            for i, (x, y) in enumerate(zip(a, b)):
-                assert_same(x, y, f"{path}[{i}]")
-        else:
-            assert np.array_equal(a, b, equal_nan=b.dtype.kind in "fc"), f"{path}: {a} != {b}"
-    elif isinstance(b, (tuple, list)):
-        assert type(a) is type(b) and len(a) == len(b), f"{path}: {a!r} != {b!r}"
-        for i, (x, y) in enumerate(zip(a, b)):
-            assert_same(x, y, f"{path}[{i}]")
-    else:
-        assert a == b and type(a) is type(b), f"{path}: {a!r} ({type(a)}) != {b!r} ({type(b)})"
-
-
-def run_parity(envs: gym.vector.VectorEnv, ref: gym.vector.VectorEnv, mode: AutoresetMode, steps: int) -> int:
-    """Step both with the same actions; return the number of episode ends seen."""
-    ref.action_space.seed(1)
-    assert_same(envs.reset(seed=7), ref.reset(seed=7), "reset")
-    ends = 0
-    for t in range(steps):
-        actions = ref.action_space.sample()
-        got, want = envs.step(actions), ref.step(actions)
-        assert_same(got, want, f"step {t}")
-        done = want[2] | want[3]
-        ends += int(done.sum())
-        if mode is AutoresetMode.DISABLED and done.any():
-            assert_same(envs.reset(options={"reset_mask": done}), ref.reset(options={"reset_mask": done}), f"masked reset {t}")
-    return ends
 
 
 @pytest.mark.parametrize("autoreset", list(AutoresetMode), ids=lambda m: m.value)
@@ -286,77 +251,3 @@ def test_envs_go_to_the_least_loaded_servers_first(mode):
         finally:
             for env in others:
                 env.close()
-
-
-# -- the server's vector backends -------------------------------------------------------
-
-
-@pytest.mark.parametrize("autoreset", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP], ids=lambda m: m.value)
-def test_async_backend_steps_like_sync_vector_env(autoreset):
-    with openenv_gym.local_server("CartPole-v1", vector_backend="async") as url:
-        envs = openenv_gym.RemoteVectorEnv(url, 3, mode="batched", autoreset_mode=autoreset)
-        ref = gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1")] * 3, autoreset_mode=autoreset)
-        try:
-            assert run_parity(envs, ref, autoreset, 300) >= 3
-        finally:
-            envs.close()
-            ref.close()
-
-
-def test_async_workers_do_not_hold_other_clients_connections():
-    """Forked workers close the server's TCP sockets: another client's
-    connection closes at once while an async vector session is open (a worker
-    holding its socket kept it open until the client's 2 s close timeout)."""
-    with openenv_gym.local_server("CartPole-v1", vector_backend="async") as url:
-        other = openenv_gym.RemoteEnv(url)
-        other.reset(seed=0)
-        envs = openenv_gym.RemoteVectorEnv(url, 2, mode="batched")
-        try:
-            envs.reset(seed=0)
-            started = time.monotonic()
-            other.close()
-            assert time.monotonic() - started < 1.0
-            envs.step(np.zeros(2, dtype=np.int64))  # the workers still answer
-        finally:
-            envs.close()
-
-
-def _opened_backend(url: str) -> str:
-    from openenv_gym.client import ConnectOptions
-    from openenv_gym.client.session import RemoteSession
-    from openenv_gym.protocol import vector
-
-    session = RemoteSession(url, ConnectOptions(encoding="msgpack"), path=vector.VECTOR_PATH, replies=vector.OPEN_REPLIES)
-    try:
-        return session.request(vector.VectorOpen(2)).backend
-    finally:
-        session.close()
-
-
-def _step_a_few_times(url: str) -> None:
-    env = openenv_gym.RemoteEnv(url)
-    try:
-        env.reset(seed=0)
-        for _ in range(10):
-            env.step(0)
-    finally:
-        env.close()
-
-
-def test_auto_backend_moves_new_sessions_to_workers_once_the_env_proves_slow():
-    with openenv_gym.local_server(SlowEnv, env_kwargs={"delay": 0.003}) as url:
-        assert _opened_backend(url) == "sync"  # nothing known yet
-        _step_a_few_times(url)
-        assert _opened_backend(url) == "async"
-    with openenv_gym.local_server("CartPole-v1") as url:
-        _step_a_few_times(url)
-        assert _opened_backend(url) == "sync"  # fast envs stay in the server
-
-
-def test_cli_takes_a_vector_backend():
-    from openenv_gym.cli import _parser
-
-    assert _parser().parse_args(["serve", "CartPole-v1"]).vector_backend == "auto"
-    assert _parser().parse_args(["serve", "CartPole-v1", "--vector-backend", "async"]).vector_backend == "async"
-    with pytest.raises(ValueError, match="vector_backend"):
-        openenv_gym.create_app("CartPole-v1", vector_backend="threads")

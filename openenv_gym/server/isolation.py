@@ -1,0 +1,208 @@
+"""Process isolation: each session's environment in a process of its own.
+
+With ``execution="process"`` (``--execution process``), a session's env is a
+:class:`ProcessEnv`: a stand-in whose calls run in a child process that owns
+the real env. An env that segfaults, calls ``os.abort()``, leaks or hangs
+takes its own process down, not the server: the session answers
+EXECUTION_ERROR, gets a fresh process, and every other session goes on. A
+call past the step timeout kills the child (a thread could only be abandoned).
+
+What crosses the pipe is msgpack (actions one way; observations, rewards and
+infos the other, decoded within limits), never pickle: an env's process cannot
+run code in the server. The server sends the child its env factory, once
+(pickled: the server trusts its own factory), which must therefore be
+importable: a Gymnasium id, ``module:factory``, an importable class or
+function (not a lambda or a class defined in ``__main__``).
+
+Each call costs a round trip through a pipe and a context switch (see
+``docs/operations.md`` for what it costs per step), and each session a process
+(started from a fork server, so about a hundred milliseconds after the first).
+Use it for native or untrusted envs; trusted Python envs are faster inline.
+
+    >>> env = ProcessEnv(functools.partial(gym.make, "CartPole-v1"))    # doctest: +SKIP
+    >>> obs, info = env.reset(seed=0)                              # doctest: +SKIP
+    >>> env.close()                                                # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import signal
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+from typing import Any
+
+import gymnasium as gym
+
+from .. import spaces
+from ..errors import OpenEnvGymError
+from ..protocol import Limits, MsgpackCodec
+
+__all__ = ["ProcessEnv", "EnvCrashed"]
+
+#: Limits on what a child sends back (its env is not trusted to stay small).
+_FROM_CHILD = Limits(
+    max_frame_bytes=256 << 20, max_array_bytes=256 << 20, max_container_len=1 << 24, max_items=1 << 24
+)
+
+
+class EnvCrashed(OpenEnvGymError):
+    """A session's environment process died (a crash, a signal, ``os._exit``)."""
+
+
+class _ChildError(Exception):
+    """An exception the env raised in its process, under the name of its type."""
+
+
+_ERROR_TYPES: dict[str, type[_ChildError]] = {}
+
+
+def _child_error(type_name: str, message: str) -> _ChildError:
+    """The exception to raise for the env's, named as the env's was (``ValueError: ...``)."""
+    cls = _ERROR_TYPES.get(type_name)
+    if cls is None:
+        cls = _ERROR_TYPES[type_name] = type(type_name, (_ChildError,), {})
+    return cls(message)
+
+
+class ProcessEnv(gym.Env):
+    """A Gymnasium env whose calls run in a child process that owns the real env.
+
+    Methods the session calls (``reset``, ``step``, ``render``, ``close``) and
+    any other method (``unwrapped.seat_fields()`` for a PettingZoo seat, say)
+    are forwarded; spaces, ``render_mode`` and ``metadata`` are read once at
+    start. A dead child raises :class:`EnvCrashed`; an exception of the env
+    arrives as one of the same type name and message.
+    """
+
+    def __init__(self, factory: Callable[[], Any], name: str = "the env") -> None:
+        methods = multiprocessing.get_all_start_methods()
+        context: Any = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+        self._conn, child_conn = context.Pipe()
+        self._codec = MsgpackCodec(_FROM_CHILD)
+        self._process = context.Process(target=_child_main, args=(child_conn, factory), daemon=True)
+        try:
+            self._process.start()
+        except Exception as exc:  # noqa: BLE001 - a factory multiprocessing cannot send (PicklingError, ...)
+            self._conn.close()
+            raise TypeError(
+                f"{name!r} cannot run in a process of its own: its factory cannot be sent to another "
+                f"process ({exc}); serve it by id, 'module:factory', or an importable class or function"
+            ) from exc
+        finally:
+            child_conn.close()
+        described = self._request("describe")
+        self.observation_space = spaces.restore(described["observation_space"])
+        self.action_space = spaces.restore(described["action_space"])
+        self.render_mode = described["render_mode"]
+        self.metadata = dict(described["metadata"] or {})
+
+    # -- the Gymnasium API -----------------------------------------------------------
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[Any, dict]:
+        obs, info = self._request("call", "reset", [], {"seed": seed, "options": options})
+        return obs, info
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
+        obs, reward, terminated, truncated, info = self._request("call", "step", [action], {})
+        return obs, reward, terminated, truncated, info
+
+    def render(self) -> Any:
+        return self._request("call", "render", [], {})
+
+    def close(self) -> None:
+        if self._process.is_alive():
+            try:
+                self._request("close")
+            except (EnvCrashed, _ChildError):
+                pass
+        self.kill()
+
+    def kill(self) -> None:
+        """End the child at once (a call that hangs, a session that ends)."""
+        if self._process.is_alive():
+            self._process.kill()
+        self._process.join(5)
+        self._conn.close()
+
+    @property
+    def unwrapped(self) -> Any:
+        return _Methods(self, "unwrapped.")
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(_Methods(self, ""), name)
+
+    # -- the pipe ----------------------------------------------------------------------
+
+    def _request(self, *message: Any) -> Any:
+        try:
+            self._conn.send_bytes(self._codec.encode(list(message)))
+            reply = self._codec.decode(self._conn.recv_bytes())
+        except (EOFError, OSError) as exc:
+            raise EnvCrashed(f"the environment's process died ({self._exit_reason()})") from exc
+        kind, value = reply
+        if kind == "error":
+            raise _child_error(*value)
+        return value
+
+    def _exit_reason(self) -> str:
+        self._process.join(1)
+        code = self._process.exitcode
+        if code is None:
+            return "it stopped answering"
+        if code < 0:
+            return f"killed by {signal.Signals(-code).name}"
+        return f"exit status {code}"
+
+
+class _Methods:
+    """Methods of the env in the child, by dotted name (``unwrapped.seat_fields``)."""
+
+    def __init__(self, env: ProcessEnv, prefix: str) -> None:
+        self._env, self._prefix = env, prefix
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+
+        def method(*args: Any, **kwargs: Any) -> Any:
+            return self._env._request("call", self._prefix + name, list(args), kwargs)
+
+        return method
+
+
+def _child_main(conn: Connection, factory: Callable[[], Any]) -> None:
+    """The child: build the env with the server's factory, then answer calls until closed."""
+    codec = MsgpackCodec(Limits(max_frame_bytes=1 << 30, max_array_bytes=1 << 30, max_items=1 << 24))
+    env = factory()
+    while True:
+        try:
+            message = codec.decode(conn.recv_bytes())
+        except (EOFError, OSError):
+            return  # the server is gone
+        kind = message[0]
+        try:
+            if kind == "describe":
+                value: Any = {
+                    "observation_space": spaces.describe(env.observation_space),
+                    "action_space": spaces.describe(env.action_space),
+                    "render_mode": getattr(env, "render_mode", None),
+                    "metadata": dict(getattr(env, "metadata", None) or {}),
+                }
+            elif kind == "close":
+                env.close()
+                value = None
+            else:
+                _, name, args, kwargs = message
+                target: Any = env
+                for part in name.split("."):
+                    target = getattr(target, part)
+                value = target(*args, **kwargs)
+            reply = ["ok", value]
+        except Exception as exc:  # noqa: BLE001 - the server reports it
+            reply = ["error", [type(exc).__name__, str(exc)]]
+        conn.send_bytes(codec.encode(reply))
+        if kind == "close":
+            return

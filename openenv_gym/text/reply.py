@@ -1,0 +1,133 @@
+"""What a model's reply says: the one action it names, in any of five forms.
+
+A reply may be a bare value (``2``, ``left``), JSON (``[0.1, -0.3]``), fenced JSON
+(a Markdown code block), an object ``{"action": ...}`` or an ``<action>...</action>``
+tag, with anything around a tag or a code block (the model's reasoning) ignored.
+:func:`read_reply` peels the wrappers off and returns a :class:`Reply`: the text
+inside and, when that text is JSON, its value. Which of the two an action space
+takes, and whether ``{"action": ...}`` is a wrapper or the value itself, is up to the
+view (:mod:`openenv_gym.text.values`), which knows the space.
+
+    >>> read_reply("I will go left. <action>left</action>")
+    Reply(text='left', value=<no JSON>)
+    >>> read_reply('```json\\n{"action": [0.5, -1]}\\n```').value
+    {'action': [0.5, -1]}
+    >>> read_reply("<action>up</action> or maybe <action>down</action>")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    openenv_gym.text.ActionParseError: the reply holds 2 different <action> tags ('up', 'down'); answer ...
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import OpenEnvGymError
+
+__all__ = ["ActionParseError", "Reply", "NO_JSON", "read_reply", "shorten"]
+
+#: Longest excerpt of a reply an error message quotes.
+QUOTE_LIMIT = 120
+
+_TAG = re.compile(r"<action>(.*?)</action>", re.DOTALL | re.IGNORECASE)
+# A Markdown code block, with an optional language word (``json``) before a space or newline.
+_FENCE = re.compile(r"```(?:[\w+-]+(?=\s))?(.*?)```", re.DOTALL)
+
+
+class ActionParseError(OpenEnvGymError, ValueError):
+    """A reply names no legal action.
+
+    The message says what was received and what is legal (the action names, the
+    range, shape, bounds, charset or length), so it can go back to the model as it
+    is. :attr:`received` holds the reply (or the part of it that was wrong) and
+    :attr:`legal` the description of what would have been accepted.
+    """
+
+    # Tracebacks name it where users import it from.
+    __module__ = "openenv_gym.text"
+
+    def __init__(self, message: str, *, received: Any = None, legal: str | None = None) -> None:
+        super().__init__(message)
+        self.received = received
+        self.legal = legal
+
+
+class _NoJson:
+    def __repr__(self) -> str:
+        return "<no JSON>"
+
+
+#: :attr:`Reply.value` of a reply whose text is not JSON.
+NO_JSON: Any = _NoJson()
+
+
+@dataclass(frozen=True)
+class Reply:
+    """The action text of a reply, with its wrappers removed.
+
+    ``text`` is the text inside any ``<action>`` tag or code block, stripped;
+    ``value`` is that text read as JSON, or :data:`NO_JSON`.
+    """
+
+    text: str
+    value: Any = NO_JSON
+
+
+def shorten(text: str, limit: int = QUOTE_LIMIT) -> str:
+    """``repr`` of ``text``, cut to ``limit`` characters for an error message.
+
+    >>> shorten("x" * 200, limit=10)
+    "'xxxxxxxxxx'... (200 characters)"
+    """
+    if len(text) <= limit:
+        return repr(text)
+    return f"{text[:limit]!r}... ({len(text)} characters)"
+
+
+def read_reply(reply: str) -> Reply:
+    """Take the action text out of a model's reply.
+
+    In order: the whole reply if it is JSON; else the inside of its ``<action>`` tag;
+    else the inside of its code block (fenced with three backticks, with or without a
+    language word); else the whole reply as bare text. A tag may hold a code block.
+    Several different tags (or code blocks) are an error, since the reply then names
+    several actions.
+
+    Raises:
+        ActionParseError: if the reply holds several different actions.
+    """
+    text = reply.strip()
+    value = _json(text)
+    if value is not NO_JSON:
+        return Reply(text, value)
+    for pattern, what in ((_TAG, "<action> tags"), (_FENCE, "code blocks")):
+        inner = _only(pattern, text, what)
+        if inner is not None:
+            text = inner
+            value = _json(text)
+            if value is not NO_JSON:
+                break
+    return Reply(text, value)
+
+
+def _only(pattern: re.Pattern[str], text: str, what: str) -> str | None:
+    found = list(dict.fromkeys(m.strip() for m in pattern.findall(text)))
+    if len(found) > 1:
+        quoted = ", ".join(shorten(f, 40) for f in found[:3])
+        raise ActionParseError(
+            f"the reply holds {len(found)} different {what} ({quoted}); answer with exactly one action",
+            received=text,
+        )
+    return found[0] if found else None
+
+
+def _json(text: str) -> Any:
+    if not text or text[0] not in '[{"-0123456789tfnNI':
+        return NO_JSON  # not JSON, and cheap to tell
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return NO_JSON
