@@ -60,15 +60,16 @@ def definition(path: str) -> object:
 
 #: Modules of extras the ``test`` extra leaves out (too heavy for the suite), and the
 #: module each needs.
-OUTSIDE_TEST = {"openenv_gym.trl": "trl", "openenv_gym.skyrl": "skyrl_gym"}
+OUTSIDE_TEST = {"openenv_gym.trl": "trl", "openenv_gym.skyrl": "skyrl_gym", "openenv_gym.ray": "ray"}
 
 
 def all_modules() -> list[types.ModuleType]:
     """Every module of the package (each extra is installed where the suite runs, but
-    those of :data:`OUTSIDE_TEST` only where they are)."""
+    those of :data:`OUTSIDE_TEST` only where they are: the core keeps no Ray or TRL dependency)."""
     names = [openenv_gym.__name__]
     names += [m.name for m in pkgutil.walk_packages(openenv_gym.__path__, f"{openenv_gym.__name__}.")]
-    names = [n for n in names if n not in OUTSIDE_TEST or importlib.util.find_spec(OUTSIDE_TEST[n])]
+    missing = [module for module, needs in OUTSIDE_TEST.items() if importlib.util.find_spec(needs) is None]
+    names = [n for n in names if not any(n == m or n.startswith(f"{m}.") for m in missing)]
     return [importlib.import_module(name) for name in names]
 
 

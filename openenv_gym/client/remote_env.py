@@ -105,6 +105,12 @@ class RemoteEnv(gym.Env):
     def _connect(self) -> RemoteSession:
         return RemoteSession(self.base_url, self.options)
 
+    def _reconnect(self) -> RemoteSession:
+        """A new connection after a loss, where the policy says the server is now."""
+        if self.reconnect is not None:
+            self.base_url = http_url(self.reconnect.locate(self.base_url))
+        return self._connect()
+
     @property
     def encoding(self) -> str:
         """The encoding in use: ``"msgpack"`` or ``"json"``."""
@@ -125,7 +131,7 @@ class RemoteEnv(gym.Env):
 
         def attempt() -> ServerMessage:
             if self._session is None or self._session.connection.closed:
-                self._session = self._connect()
+                self._session = self._reconnect()
             try:
                 return self._session.request(message)
             except (*RECOVERABLE, CapacityReachedError):

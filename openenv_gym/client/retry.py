@@ -43,12 +43,21 @@ class Reconnect:
         max_backoff: the longest wait between attempts.
         retry_capacity: also retry, with the same backoff, when the server
             answers CAPACITY_REACHED (another client may leave).
+        relocate: where a lost server went: called with its URL before each
+            attempt to reconnect, returns the URL to try (for servers that a
+            scheduler restarts elsewhere, as :mod:`openenv_gym.ray` does).
+            ``None``: the same URL.
     """
 
     attempts: int = 5
     backoff: float = 0.5
     max_backoff: float = 10.0
     retry_capacity: bool = True
+    relocate: Callable[[str], str] | None = None
+
+    def locate(self, url: str) -> str:
+        """The URL to reconnect to for a server last reached at ``url``."""
+        return url if self.relocate is None else self.relocate(url)
 
     def delays(self) -> Iterator[float]:
         delay = self.backoff

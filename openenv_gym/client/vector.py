@@ -34,7 +34,7 @@ import asyncio
 import functools
 import re
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from copy import deepcopy
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -65,8 +65,9 @@ from .contract import Contract, contract_from_schema
 from .loop import InlineRunner, LoopThread
 from .options import ConnectOptions
 from .remote_env import owned_arrays
+from .retry import Reconnect
 from .session import RemoteSession
-from .vector_units import Batch, Recovery, SessionUnit, VectorUnit, check_batch, concat_batches
+from .vector_units import Batch, Recovery, Session, SessionUnit, VectorUnit, check_batch, concat_batches
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -120,6 +121,23 @@ def _least_loaded_split(num_envs: int, loads: Sequence[tuple[int, int | None]]) 
     return sizes
 
 
+def _placement(sizes: Mapping[str, int], num_envs: int) -> list[int]:
+    """The envs of each server of an explicit placement ``{url: envs}``, checked.
+
+        >>> _placement({"http://a:1": 3, "http://b:1": 5}, 8)
+        [3, 5]
+    """
+    for url, size in sizes.items():
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise ValueError(f"base_url[{url!r}] must be a positive number of envs, not {size!r}")
+    if sum(sizes.values()) != num_envs:
+        raise ValueError(
+            f"base_url places {sum(sizes.values())} envs ({dict(sizes)}) but num_envs is {num_envs}; "
+            f"the numbers of envs per server must add up to num_envs"
+        )
+    return list(sizes.values())
+
+
 def _server_load(url: str, headers: Mapping[str, str] | None, timeout: float | None) -> tuple[int, int | None]:
     """``(envs held, envs it has room for)`` from an openenv-gym server's
     ``/health``; a stock server reports neither: ``(0, None)``."""
@@ -135,13 +153,33 @@ def _server_load(url: str, headers: Mapping[str, str] | None, timeout: float | N
     return 0, None
 
 
+class _Connector:
+    """Opens the connections of one unit: the first to the URL planned, each
+    later one (after a loss) to where the reconnect policy locates its server
+    (:attr:`Reconnect.relocate <openenv_gym.client.retry.Reconnect.relocate>`)."""
+
+    def __init__(self, url: str, policy: Reconnect | None, open_at: Callable[[str], Awaitable[Session]]) -> None:
+        self.url = url
+        self._policy = policy
+        self._open_at = open_at
+        self._opened = False
+
+    async def __call__(self) -> Session:
+        if self._opened and self._policy is not None:
+            self.url = http_url(self._policy.locate(self.url))
+        self._opened = True
+        return await self._open_at(self.url)
+
+
 class RemoteVectorEnv(VectorEnv):
     """A Gymnasium vector env whose sub-envs run on OpenEnv servers.
 
     Args:
         base_url: one server, or a list of servers to spread the envs over,
             least-loaded first (by their ``/health``; see the vector guide),
-            in contiguous blocks of env ids in the order given.
+            in contiguous blocks of env ids in the order given; or a mapping
+            ``{url: number of envs}`` that places them explicitly (slots
+            leased from a pool, say), in the same blocks.
         num_envs: number of sub-envs.
         mode: ``"auto"``, ``"batched"`` (openenv-gym servers only) or ``"sessions"``.
         autoreset_mode: Gymnasium's :class:`~gymnasium.vector.AutoresetMode` or
@@ -172,7 +210,7 @@ class RemoteVectorEnv(VectorEnv):
 
     def __init__(
         self,
-        base_url: str | Sequence[str],
+        base_url: str | Sequence[str] | Mapping[str, int],
         num_envs: int,
         *,
         mode: VectorMode = "auto",
@@ -191,6 +229,7 @@ class RemoteVectorEnv(VectorEnv):
             raise ValueError(f"num_envs must be a positive integer, not {num_envs!r}")
         if not urls:
             raise ValueError("base_url must be a URL or a non-empty list of URLs")
+        placed = _placement(base_url, num_envs) if isinstance(base_url, Mapping) else None
         if mode not in ("auto", "batched", "sessions"):
             raise ValueError(f"mode must be 'auto', 'batched' or 'sessions', not {mode!r}")
         self.num_envs = num_envs
@@ -203,7 +242,7 @@ class RemoteVectorEnv(VectorEnv):
         self.message_timeout = self.options.message_timeout
         self.reconnect = self.options.reconnect
 
-        plan = self._plan([http_url(u) for u in urls][:num_envs], mode, observation_space, action_space)
+        plan = self._plan([http_url(u) for u in urls][:num_envs], placed, mode, observation_space, action_space)
         self.mode, self.base_urls = plan.mode, plan.urls
         first = plan.contracts[0]
         self.single_observation_space = first.observation_space
@@ -229,10 +268,15 @@ class RemoteVectorEnv(VectorEnv):
     # -- planning ---------------------------------------------------------------
 
     def _plan(
-        self, urls: list[str], mode: VectorMode, observation_space: gym.Space | None, action_space: gym.Space | None
+        self,
+        urls: list[str],
+        placed: list[int] | None,
+        mode: VectorMode,
+        observation_space: gym.Space | None,
+        action_space: gym.Space | None,
     ) -> _Plan:
         """Read every server's ``/schema`` and ``/health``: the mode, and how many
-        envs go to which server (least-loaded first)."""
+        envs go to which server (``placed``, else least-loaded first)."""
         options = self.options
         schemas = [
             get_json(f"{u}/schema", headers=options.request_headers, timeout=options.connect_timeout) for u in urls
@@ -251,13 +295,15 @@ class RemoteVectorEnv(VectorEnv):
                 )
         chosen = self._choose_mode(mode, urls, schemas)
         if chosen == "batched" and self.batch_size < self.num_envs:
-            sizes = _least_loaded_split(self.num_envs, [(0, None)] * len(urls))
+            sizes = placed or _least_loaded_split(self.num_envs, [(0, None)] * len(urls))
             if len(set(sizes)) != 1 or self.batch_size % sizes[0]:
                 raise ValueError(
                     f"in batched mode a server answers for all its envs at once, so batch_size "
                     f"({self.batch_size}) must be a multiple of the envs per server ({sizes}); "
                     f"adjust num_envs / batch_size or use mode='sessions'"
                 )
+        elif placed is not None:
+            sizes = placed
         elif len(urls) > 1:
             loads = [_server_load(u, options.request_headers, options.connect_timeout) for u in urls]
             sizes = _least_loaded_split(self.num_envs, loads)
@@ -300,11 +346,10 @@ class RemoteVectorEnv(VectorEnv):
         return None if self.reconnect is None else Recovery(self.reconnect, runner.sleep)
 
     def _open_inline(self, contract: Contract, recovery: Recovery | None) -> VectorUnit:
-        url = self.base_urls[0]
-
-        async def connect() -> BlockingSession:
+        async def blocking(url: str) -> BlockingSession:
             return BlockingSession(RemoteSession(url, self.options, path=wire.VECTOR_PATH, replies=_VECTOR_REPLIES))
 
+        connect = _Connector(self.base_urls[0], self.reconnect, blocking)
         unit = VectorUnit(connect, contract, np.arange(self.num_envs), self.autoreset_mode, recovery)
         try:
             InlineRunner().run(unit.open())
@@ -323,10 +368,10 @@ class RemoteVectorEnv(VectorEnv):
             start += size
             blocks.extend([(server, ids)] if batched else [(server, ids[i:i + 1]) for i in range(size)])
 
+        opener = functools.partial(AsyncSession.open, options=self.options, path=path, replies=replies)
+
         async def open_unit(server: int, ids: np.ndarray) -> Unit:
-            connect = functools.partial(
-                AsyncSession.open, plan.urls[server], self.options, path=path, replies=replies
-            )
+            connect = _Connector(plan.urls[server], self.reconnect, opener)
             kind = VectorUnit if batched else SessionUnit
             unit: Unit = kind(connect, plan.contracts[server], ids, self.autoreset_mode, recovery)
             await unit.open()
