@@ -227,9 +227,13 @@ class VectorSession(EnvHost):
 
     def _actions_fit(self, actions: Any) -> bool:
         """Whether ``actions`` is in the batched action space, but for the
-        entries of the envs this step autoresets (Gymnasium ignores them)."""
+        entries of the envs this step autoresets (Gymnasium ignores them). One
+        vectorized check of the whole batch first: a client's placeholders are
+        usually legal actions too, and then no env's entry needs a look of its own."""
+        if spaces.contains(self.action_space, actions):
+            return True
         if not self._autoresetting.any():
-            return spaces.contains(self.action_space, actions)
+            return False
         single = self.source.action_space
         rows = gym.vector.utils.iterate(self.action_space, actions)
         return all(skip or spaces.contains(single, a) for skip, a in zip(self._autoresetting, rows))
