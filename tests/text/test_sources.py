@@ -12,6 +12,7 @@ from gymnasium import spaces as gs
 
 import openenv_gym
 from openenv_gym.text import TextView, env_key, strip_ansi, view_for, view_for_spaces
+from tests.text import TAXI
 
 
 class Arcade(gym.Env):
@@ -136,7 +137,7 @@ def test_remote_clients_read_as_the_server_does():
             env.close()
 
 
-@pytest.mark.parametrize("env_id", ["FrozenLake-v1", "Taxi-v4", "CartPole-v1"])
+@pytest.mark.parametrize("env_id", ["FrozenLake-v1", TAXI, "CartPole-v1"])
 def test_server_and_client_views_agree(env_id):
     env = gym.make(env_id)
     obs, info = env.reset(seed=1)

@@ -11,6 +11,7 @@ import pytest
 from gymnasium import spaces as gs
 
 from openenv_gym.text import BUILTIN_VIEWS, ActionParseError, TextView, view_for, view_for_spaces
+from tests.text import TAXI
 
 # id, make kwargs, what the first observation's text says (its lines, in order)
 GYMNASIUM = {
@@ -19,7 +20,7 @@ GYMNASIUM = {
     "CliffWalking": ("CliffWalking-v1", {},
                      ["position: row 3, column 0 (cell 36)", "map (* = you):", "............", "............",
                       "............", "*CCCCCCCCCCG"]),
-    "Taxi": ("Taxi-v4", {}, ["taxi row: 3", "taxi column: 0", "passenger: at B", "destination: Y",
+    "Taxi": (TAXI, {}, ["taxi row: 3", "taxi column: 0", "passenger: at B", "destination: Y",
                              "Legal actions: south, north"]),
     "Blackjack": ("Blackjack-v1", {}, ["your sum: 11", "dealer's showing card: 10", "usable ace: no"]),
     "CartPole": ("CartPole-v1", {}, ["cart position: 0.0137", "cart velocity: -0.02302", "pole angle: -0.0459 rad",
@@ -109,7 +110,7 @@ def test_continuous_entries_refuse_values_outside_their_bounds(env_id, name, bou
 
 
 def test_taxi_refuses_the_actions_its_mask_forbids():
-    env = gym.make("Taxi-v4")
+    env = gym.make(TAXI)
     obs, info = env.reset(seed=0)
     view = view_for(env)
     view.obs_to_text(obs, info)
