@@ -110,6 +110,21 @@ def paired_ratios(num: Sequence[float | None], den: Sequence[float | None]) -> l
     return [a / b for a, b in zip(num, den) if a is not None and b]
 
 
+def target_ratios(results: dict[str, list], targets: Sequence[tuple[str, str, str, float]]) -> dict[str, dict]:
+    """For each ``(label, numerator, denominator, minimum)`` of ``targets``, the summary
+    of the per-rep paired ratios of those two rows of ``results``."""
+    return {label: {"numerator": a, "denominator": b, "target": target,
+                    **summarize(paired_ratios(results.get(a, []), results.get(b, [])))}
+            for label, a, b, target in targets}
+
+
+def target_row(label: str, ratio: dict[str, Any]) -> str:
+    """A markdown row ``| label | >= target | measured | met |`` of one :func:`target_ratios` entry."""
+    measured = fmt_mmm(ratio) + "x" if ratio["median"] is not None else "-"
+    met = "-" if ratio["median"] is None else ("yes" if ratio["median"] >= ratio["target"] else "**no**")
+    return f"| {label} | ≥ {fmt(ratio['target'])}x | {measured} | {met} |"
+
+
 def percentile(sorted_values: Sequence[float], q: float) -> float | None:
     """Nearest-rank percentile of an already sorted sequence."""
     if not sorted_values:

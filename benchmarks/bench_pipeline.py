@@ -186,9 +186,7 @@ def main(argv: list[str] | None = None) -> int:
         processes.stop_all()
 
     summary = {kind: H.summarize(v) for kind, v in results.items()}
-    ratios = {label: {"numerator": a, "denominator": b, "target": target,
-                      **H.summarize(H.paired_ratios(results.get(a, []), results.get(b, [])))}
-              for label, a, b, target in TARGETS}
+    ratios = H.target_ratios(results, TARGETS)
     data = {"command": command, "started": started.isoformat(), "duration_s": time.perf_counter() - t0,
             "machine": machine, "reps": args.reps, "window_s": args.window,
             "servers": {key: H.portable_argv(srv.argv) for key, srv in servers.items()},
@@ -224,10 +222,7 @@ def render(data: dict) -> str:
         cell = data["errors"].get(kind) and "failed" or H.fmt_mmm(data["summary"][kind])
         lines.append(f"| {label} | {cell} |")
     lines += ["", "| ratio (per-rep pairs) | target | measured | met |", "|---|---|---|---|"]
-    for label, r in data["ratios"].items():
-        measured = H.fmt_mmm(r) + "x" if r["median"] is not None else "-"
-        met = "-" if r["median"] is None else ("yes" if r["median"] >= r["target"] else "**no**")
-        lines.append(f"| {label} | ≥ {H.fmt(r['target'])}x | {measured} | {met} |")
+    lines += [H.target_row(label, r) for label, r in data["ratios"].items()]
     if data["errors"]:
         lines += ["", "Failed rows: " + "; ".join(f"`{k}`: {v}" for k, v in data["errors"].items())]
     return "\n".join(lines) + "\n"

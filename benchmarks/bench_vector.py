@@ -303,9 +303,7 @@ def main(argv: list[str] | None = None) -> int:
         processes.stop_all()
 
     summary = {name: H.summarize(v) for name, v in results.items()}
-    ratios = {label: {"numerator": a, "denominator": b, "target": target,
-                      **H.summarize(H.paired_ratios(results.get(a, []), results.get(b, [])))}
-              for label, a, b, target in TARGETS}
+    ratios = H.target_ratios(results, TARGETS)
     data = {"command": command, "started": started.isoformat(), "duration_s": time.perf_counter() - t0,
             "machine": machine, "reps": args.reps, "window_s": args.window,
             "servers": {key: H.portable_argv(srv.argv) for key, srv in servers.items()},
@@ -362,11 +360,8 @@ def render(data: dict, envs: list[str]) -> str:
     lines += ["### Targets (per-rep paired ratios of env-steps/s, median [min–max])", "",
               "| ratio | target | measured | met |", "|---|---|---|---|"]
     for label, r in data["ratios"].items():
-        if r["numerator"].split("/")[0] not in envs:
-            continue
-        measured = H.fmt_mmm(r) + "x" if r["median"] is not None else "-"
-        met = "-" if r["median"] is None else ("yes" if r["median"] >= r["target"] else "**no**")
-        lines.append(f"| {label} | ≥ {H.fmt(r['target'])}x | {measured} | {met} |")
+        if r["numerator"].split("/")[0] in envs:
+            lines.append(H.target_row(label, r))
     if data["errors"]:
         lines += ["", "Failed configs: " + "; ".join(f"`{k}`: {v}" for k, v in data["errors"].items())]
     return "\n".join(lines) + "\n"

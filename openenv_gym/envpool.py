@@ -139,7 +139,6 @@ class EnvPoolVectorEnv(gym.vector.VectorEnv):
         self.spec = None
         self.render_mode = None
         self._single_player = int(self._pool.config.get("max_num_players", 1)) == 1
-        self._all = np.arange(num_envs, dtype=np.int32)
         self._obs: Any = None
         #: Envs whose episode ended (``DISABLED``: they must be reset before they step).
         self._ended = np.zeros(num_envs, dtype=np.bool_)
@@ -263,8 +262,10 @@ class EnvPoolVectorEnv(gym.vector.VectorEnv):
     def _infos(self, info: dict[str, Any], ids: np.ndarray | None) -> dict[str, Any]:
         """The pool's info as Gymnasium's vector infos: full-length entries with ``_key``
         masks (rows ``ids`` only, when given)."""
-        mask = np.zeros(self.num_envs, dtype=np.bool_)
-        mask[self._all if ids is None else ids] = True
+        mask = np.ones(self.num_envs, dtype=np.bool_)
+        if ids is not None:
+            mask = np.zeros(self.num_envs, dtype=np.bool_)
+            mask[ids] = True
         out: dict[str, Any] = {}
         for key, value in info.items():
             if key == "players" and self._single_player:
