@@ -70,6 +70,7 @@ def create_app(
     text_view: Any = None,
     tools: Sequence[Callable[..., Any]] = (),
     mode: Mode | None = None,
+    single_thread: bool | None = None,
 ) -> Starlette:
     """Serve a Gymnasium environment as an OpenEnv server (an ASGI app).
 
@@ -140,6 +141,20 @@ def create_app(
         mode: ``"simulation"`` (every route) or ``"production"`` (no stateless
             ``/reset``, ``/step``, ``/state``), as OpenEnv defines them; ``None``
             reads the ``OPENENV_MODE`` environment variable, else simulation.
+        single_thread: run every call of the envs (build, reset, step, render,
+            close) on one thread of this process, which the sessions of such envs
+            (and of every other server in the process) take turns on, for envs
+            that are not thread-safe. ``None`` (the default) does so for envs
+            that draw with pygame (:func:`~openenv_gym.server.resolve.uses_pygame`:
+            Gymnasium's classic control, toy text and Box2D envs with a frame
+            render mode, PettingZoo's pygame games), whose process-wide state
+            two threads must not touch at once; ``True`` for any env (one whose
+            toolkit is bound to a thread, say); ``False`` never. Not with
+            ``execution="inline"``; with ``execution="process"`` each env has a
+            process of its own and needs no such thread.
+
+    Jax envs (``metadata["jax"]``, such as ``phys2d/CartPole-v1``) are served
+    through Gymnasium's ``JaxToNumpy``: sessions see numpy values.
 
     The environment is built once here to read its spaces, so a broken factory
     fails now rather than in the first session.
@@ -158,6 +173,8 @@ def create_app(
             "or serve with another execution)"
         )
     source = resolve(env, **(env_kwargs or {}))
+    if single_thread is not None:
+        source.single_thread = single_thread
     if opponent is not None:
         if source.multiagent is None:
             raise TypeError("opponent= applies to PettingZoo environments only")

@@ -128,12 +128,14 @@ class Server:
         self._reaper: asyncio.Task | None = None
 
     def env_caller(self, execution: Execution | None = None) -> EnvCaller:
-        """How one session runs its env calls (execution mode and step timeout)."""
+        """How one session runs its env calls (execution mode, step timeout, and
+        whether its env needs the process's one thread)."""
         return EnvCaller(
             execution or self.execution,
             timeout=self.step_timeout,
             hung=self.hung_calls,
             inline_deadline=self.inline_deadline,
+            single_thread=self.source.single_thread,
         )
 
     def active_envs(self) -> int:

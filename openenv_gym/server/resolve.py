@@ -8,6 +8,10 @@ matching entry of :data:`_FACTORIES`), builds one probe env, and reads from
 the probe what every session shares; the kind of env the probe is (a
 :class:`~openenv_gym.fields.FieldsEnv`, a PettingZoo game, a legacy Gym env,
 a Gymnasium env) decides the session type and ``/schema`` of the source.
+
+The probe also tells whether the env draws with pygame (:func:`uses_pygame`),
+whose calls must all run on one thread, and whether it is a jax env, which
+sessions get wrapped in Gymnasium's ``JaxToNumpy``.
 """
 
 from __future__ import annotations
@@ -16,7 +20,9 @@ import functools
 import importlib
 import importlib.util
 import inspect
-from collections.abc import Callable
+import sys
+import types
+from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
 import gymnasium as gym
@@ -29,7 +35,7 @@ from .schema import gym_schema_document
 from .session import Session
 from .source import EnvLike, EnvSource
 
-__all__ = ["resolve"]
+__all__ = ["resolve", "uses_pygame"]
 
 
 class _Factory(NamedTuple):
@@ -60,7 +66,11 @@ def resolve(env: EnvLike, **make_kwargs: Any) -> EnvSource:
         Discrete(2)
     """
     factory = _factory(env, make_kwargs)
-    return _source(factory, factory.make())
+    probe = factory.make()
+    single_thread = uses_pygame(probe)
+    source = _source(factory, probe)
+    source.single_thread = single_thread
+    return source
 
 
 # -- what to build ---------------------------------------------------------------------
@@ -195,6 +205,8 @@ def _source(factory: _Factory, probe: Any) -> EnvSource:
             )
         probe = legacy.to_gymnasium(probe, api)
         factory = factory._replace(make=_converted(factory.make, api))
+    if (probe.metadata or {}).get("jax"):
+        factory = factory._replace(make=functools.partial(_build_numpy, factory.make))
     return _gym_source(factory, probe)
 
 
@@ -204,6 +216,15 @@ def _converted(make: Callable[[], Any], api: legacy.LegacyApi) -> Callable[[], g
 
 def _build_converted(make: Callable[[], Any], api: legacy.LegacyApi) -> gym.Env:
     return legacy.to_gymnasium(make(), api)
+
+
+def _build_numpy(make: Callable[[], Any]) -> gym.Env:
+    """A jax env (``metadata["jax"]``, such as ``phys2d/CartPole-v1``) taking and
+    returning numpy values, as every session's env does: the codecs and space
+    checks know numpy arrays, not jax arrays."""
+    from gymnasium.wrappers import JaxToNumpy  # imports jax, which a jax env has
+
+    return JaxToNumpy(make())
 
 
 def _gym_source(factory: _Factory, probe: gym.Env) -> EnvSource:
@@ -276,11 +297,85 @@ def _multiagent_source(factory: _Factory, probe: Any) -> EnvSource:
 
 def _served_metadata(metadata: Any) -> dict:
     """An env's metadata as its clients see it: without ``"jax"``, since
-    observations reach them as numpy arrays (a client that believed them jax
-    arrays, as ``check_env`` does, would wrap the remote env in ``JaxToNumpy``)."""
+    observations reach them as numpy arrays (the server wraps a jax env in
+    ``JaxToNumpy``; a client that believed them jax arrays, as ``check_env``
+    does, would wrap the remote env in ``JaxToNumpy`` again)."""
     return {k: v for k, v in dict(metadata or {}).items() if k != "jax"}
 
 
 def _summary(cls: type) -> str:
     """The first paragraph of a class's docstring."""
     return (inspect.getdoc(cls) or "").split("\n\n")[0].strip()
+
+
+# -- whether the env draws with pygame -------------------------------------------------
+
+#: Render modes that draw no frame.
+_TEXT_RENDER_MODES = (None, "ansi")
+
+
+def uses_pygame(env: Any) -> bool:
+    """Whether ``env`` draws with pygame, which is not thread-safe: a module
+    defining one of its classes (the env's, its wrappers', the game objects it
+    holds) imports pygame, as PettingZoo's games and Box2D's car racing do; or
+    the env renders frames and such a module names pygame in its code, as
+    Gymnasium's classic control and toy text envs do, importing it at their
+    first ``render()``. An env without a render mode whose module only imports
+    pygame lazily never touches it, and keeps its fast calls inline.
+
+        >>> uses_pygame(gym.make("CartPole-v1"))
+        False
+        >>> uses_pygame(gym.make("CartPole-v1", render_mode="rgb_array"))
+        True
+    """
+    modules = {module for module in _modules(env) if module is not None}
+    if any(_imports_pygame(module) for module in modules):
+        return True
+    if getattr(env, "render_mode", None) in _TEXT_RENDER_MODES:
+        return False
+    return any(_code_names_pygame(module) for module in modules)
+
+
+def _modules(env: Any) -> Iterator[types.ModuleType | None]:
+    """The modules defining the classes of ``env``, of its ``unwrapped`` env, of
+    the envs each wraps (``.env`` down to the innermost) and of their bases,
+    builtins aside."""
+    pending, seen = [env, getattr(env, "unwrapped", None)], set()
+    while pending:
+        layer = pending.pop()
+        if layer is None or id(layer) in seen:
+            continue
+        seen.add(id(layer))
+        for cls in type(layer).__mro__:
+            if cls.__module__ != "builtins":
+                yield sys.modules.get(cls.__module__)
+        pending.append(inspect.getattr_static(layer, "env", None))
+
+
+def _imports_pygame(module: types.ModuleType) -> bool:
+    return any(
+        isinstance(value, types.ModuleType) and value.__name__.partition(".")[0] == "pygame"
+        for value in vars(module).values()
+    )
+
+
+def _code_names_pygame(module: types.ModuleType) -> bool:
+    """Whether a function or method the module defines names ``pygame`` (an
+    ``import pygame`` inside a function, as a lazy import is written)."""
+    for value in vars(module).values():
+        if getattr(value, "__module__", None) != module.__name__:
+            continue
+        members = vars(value).values() if isinstance(value, type) else (value,)
+        for member in members:
+            function = getattr(member, "__func__", member)  # classmethods and staticmethods
+            code = getattr(function, "__code__", None)
+            if isinstance(code, types.CodeType) and _names(code, "pygame"):
+                return True
+    return False
+
+
+def _names(code: types.CodeType, name: str) -> bool:
+    """Whether ``code``, or a function nested in it, names ``name``."""
+    return name in code.co_names or any(
+        isinstance(const, types.CodeType) and _names(const, name) for const in code.co_consts
+    )

@@ -66,7 +66,7 @@ from .tools import Position, Tool, ToolOutcome, gym_tools
 
 __all__ = [
     "EnvHost", "Session", "EnvCaller", "Execution", "describe_error", "env_error", "call_attribute", "HungCalls",
-    "wants_text",
+    "wants_text", "SINGLE_THREAD_NAME",
 ]
 
 logger = logging.getLogger("openenv_gym.server")
@@ -121,10 +121,20 @@ class EnvCaller:
     for that one call. Thread-bound envs (GUI toolkits, browser automation)
     should use ``"thread"``, which keeps every call on one thread.
 
+    With ``single_thread``, every call runs on the one thread this process
+    keeps for envs that are not thread-safe (:func:`single_thread_worker`):
+    pygame, which draws the frames of Gymnasium's classic control, toy text and
+    Box2D envs and of PettingZoo's games, keeps process-wide state that two
+    threads must not touch at once. Such calls never run inline (the event
+    loops of two servers in one process are two threads), and the sessions of
+    such envs take turns on that thread.
+
     With a ``timeout``, every call runs on the thread (a hung call inline
     could not be timed out) and one that takes longer raises
     :class:`EnvCallTimeout`; the hung thread is abandoned and the next call
-    gets a fresh one. Without one, an inline call that runs past
+    gets a fresh one (a single-thread caller's calls stay on their one thread,
+    which is not abandoned: the calls queued behind a hung one wait for it, and
+    the timeout counts that wait). Without one, an inline call that runs past
     ``inline_deadline`` is interrupted where the platform allows
     (:mod:`.deadline`), raising :class:`EnvCallInterrupted`, and the session
     runs on its thread for good: a fast env that hangs stalls the event loop
@@ -140,6 +150,7 @@ class EnvCaller:
         promote_after: int = 16,
         hung: HungCalls | None = None,
         inline_deadline: float | None = DEFAULT_INLINE_DEADLINE,
+        single_thread: bool = False,
     ) -> None:
         if execution not in ("auto", "thread", "inline", "process"):
             raise ValueError(f"execution must be 'auto', 'thread', 'inline' or 'process', not {execution!r}")
@@ -147,6 +158,17 @@ class EnvCaller:
         #: calls, which wait on that process, run on the session's thread.
         self.isolated = execution == "process"
         if self.isolated:
+            execution = "thread"
+        if single_thread and execution == "inline":
+            raise ValueError(
+                "this env is served on one thread (it draws with pygame, or single_thread=True said so), "
+                "and execution='inline' runs its calls on the event loop: use execution='auto' or "
+                "'thread', or single_thread=False if the env is safe on several threads"
+            )
+        #: Every call runs on this process's one thread for envs that are not
+        #: thread-safe (an env in a process of its own has that process to itself).
+        self.single_thread = single_thread and not self.isolated
+        if self.single_thread:
             execution = "thread"
         if timeout is not None:
             if timeout <= 0:
@@ -215,7 +237,7 @@ class EnvCaller:
         self, fn: Callable[..., Any], args: tuple, kwargs: dict, timeout: float | None
     ) -> Any:
         if self._worker is None:
-            self._worker = _Worker()
+            self._worker = single_thread_worker() if self.single_thread else _Worker()
         timed = _Timed(fn, args, kwargs)
         try:
             future = asyncio.wrap_future(self._worker.submit(timed))
@@ -255,10 +277,11 @@ class EnvCaller:
 
     def shutdown(self) -> None:
         """Let the worker thread end once its call (if any) returns; a call that is
-        still running counts in ``hung`` until it does."""
-        if self._worker is not None:
+        still running counts in ``hung`` until it does. The single thread, which
+        other sessions share, goes on."""
+        if self._worker is not None and not self.single_thread:
             self._worker.abandon(self.hung)
-            self._worker = None
+        self._worker = None
 
 
 class HungCalls:
@@ -287,12 +310,12 @@ class _Worker:
     process (or a program that used ``local_server``) from exiting.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, name: str = "openenv-gym-env") -> None:
         self._calls: queue.SimpleQueue[tuple[Future, Callable[[], Any]] | None] = queue.SimpleQueue()
         self._busy = False
         #: Where it is counted once abandoned in the middle of a call, until the call returns.
         self._hung: HungCalls | None = None
-        threading.Thread(target=self._run, name="openenv-gym-env", daemon=True).start()
+        threading.Thread(target=self._run, name=name, daemon=True).start()
 
     def submit(self, fn: Callable[[], Any]) -> Future:
         future: Future = Future()
@@ -323,6 +346,24 @@ class _Worker:
                 self._busy = False
                 if self._hung is not None:
                     self._hung.discard(self)
+
+
+#: The name of the thread that runs every call of this process's single-thread envs.
+SINGLE_THREAD_NAME = "openenv-gym-single-thread"
+
+_single_thread: _Worker | None = None
+_single_thread_lock = threading.Lock()
+
+
+def single_thread_worker() -> _Worker:
+    """The one thread of this process for envs that are not thread-safe (see
+    :class:`EnvCaller`), started at its first call and shared by every server
+    in the process: pygame's state is the process's, whichever server draws."""
+    global _single_thread
+    with _single_thread_lock:
+        if _single_thread is None:
+            _single_thread = _Worker(SINGLE_THREAD_NAME)
+        return _single_thread
 
 
 class _Timed:

@@ -57,6 +57,9 @@ class EnvSource:
     #: Set when the env is an EnvPool task: the pool factory (:mod:`openenv_gym.envpool`)
     #: from which the ``envpool`` backend builds a vector session's envs in one pool.
     pool: Any = None
+    #: Whether every call of its envs runs on the process's one thread for envs
+    #: that are not thread-safe (see :class:`~openenv_gym.server.session.EnvCaller`).
+    single_thread: bool = False
 
     def make_isolated(self) -> Any:
         """Build a fresh environment for a session, in a process of its own
