@@ -205,8 +205,9 @@ def _source(factory: _Factory, probe: Any) -> EnvSource:
             )
         probe = legacy.to_gymnasium(probe, api)
         factory = factory._replace(make=_converted(factory.make, api))
-    if (probe.metadata or {}).get("jax"):
-        factory = factory._replace(make=functools.partial(_build_numpy, factory.make))
+    if (probe.metadata or {}).get("jax") and "jax" in sys.modules:  # no jax arrays without jax
+        probe = _to_numpy(probe, factory.name)
+        factory = factory._replace(make=functools.partial(_build_numpy, factory.make, factory.name))
     return _gym_source(factory, probe)
 
 
@@ -218,13 +219,23 @@ def _build_converted(make: Callable[[], Any], api: legacy.LegacyApi) -> gym.Env:
     return legacy.to_gymnasium(make(), api)
 
 
-def _build_numpy(make: Callable[[], Any]) -> gym.Env:
+def _build_numpy(make: Callable[[], Any], name: str) -> gym.Env:
+    return _to_numpy(make(), name)
+
+
+def _to_numpy(env: gym.Env, name: str) -> gym.Env:
     """A jax env (``metadata["jax"]``, such as ``phys2d/CartPole-v1``) taking and
     returning numpy values, as every session's env does: the codecs and space
     checks know numpy arrays, not jax arrays."""
-    from gymnasium.wrappers import JaxToNumpy  # imports jax, which a jax env has
-
-    return JaxToNumpy(make())
+    try:
+        from gymnasium.wrappers import JaxToNumpy
+    except ImportError as exc:  # array-api-compat, which jax envs themselves do not import
+        env.close()
+        raise ImportError(
+            f"{name!r} is a jax env, served through Gymnasium's JaxToNumpy, which needs "
+            f"{exc.name}: pip install 'gymnasium[jax]'"
+        ) from exc
+    return JaxToNumpy(env)
 
 
 def _gym_source(factory: _Factory, probe: gym.Env) -> EnvSource:

@@ -9,7 +9,8 @@ served by a real server on 127.0.0.1 and reached through a
   remote env and a local one of the same id step for step identical.
 
 Ids whose env needs what is not installed here (MuJoCo, Box2D, jax, ...) are
-skipped with Gymnasium's own message.
+skipped with Gymnasium's own message. Jax envs are served through
+``JaxToNumpy``, and compared with a local env wrapped the same way.
 """
 
 from __future__ import annotations
@@ -69,8 +70,19 @@ def test_gymnasium_checkers_on_the_remote_env(env_id):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # check_env's advice is about the env, local or not
             check_env(remote, skip_render_check=True)
-        assert _passive_warnings(remote) == _passive_warnings(local.unwrapped)
-        check_environments_match(local, remote, num_steps=MATCH_STEPS, seed=3, info_comparison="equivalence")
+        assert _passive_warnings(remote) == _passive_warnings(_as_served(local.unwrapped))
+        check_environments_match(
+            _as_served(local), remote, num_steps=MATCH_STEPS, seed=3, info_comparison="equivalence"
+        )
+
+
+def _as_served(env: gym.Env) -> gym.Env:
+    """``env`` as a server serves it: a jax env (``phys2d/``, ``tabular/``) through ``JaxToNumpy``."""
+    if not env.metadata.get("jax"):
+        return env
+    from gymnasium.wrappers import JaxToNumpy
+
+    return JaxToNumpy(env)
 
 
 def _passive_warnings(env: gym.Env) -> list[str]:
