@@ -160,6 +160,11 @@ def _add_session_options(serve: argparse.ArgumentParser) -> None:
         "untrusted envs",
     )
     serve.add_argument(
+        "--single-thread", action=argparse.BooleanOptionalAction, default=None,
+        help="run every env call on one thread of the server, which sessions take turns on, for "
+        "envs that are not thread-safe (default: for envs that draw with pygame)",
+    )
+    serve.add_argument(
         "--step-timeout", type=float, default=None, metavar="SECONDS",
         help="an env call taking longer gets EXECUTION_ERROR and a fresh env",
     )
@@ -228,6 +233,7 @@ def _serve_options(args: argparse.Namespace) -> dict[str, Any]:
         "busy_poll": args.busy_poll,
         "session_timeout": args.session_timeout,
         "env_kwargs": args.env_kwargs,
+        "single_thread": args.single_thread,
     }
     options.update({key: value for key, value in optional.items() if value is not None})
     return options

@@ -100,6 +100,12 @@ def test_an_invalid_option_value_says_what_to_pass():
     assert "Traceback" not in proc.stderr
 
 
+def test_an_env_that_draws_with_pygame_is_not_served_inline():
+    proc = run_cli("serve", "CartPole-v1", "--env-kwargs", '{"render_mode": "rgb_array"}', "--execution", "inline",
+                   "--port", str(free_port()))
+    assert_one_line_failure(proc, "served on one thread", "--no-single-thread")
+
+
 def test_serving_is_logged_once_the_port_answers():
     port = free_port()
     proc = subprocess.Popen(

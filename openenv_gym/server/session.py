@@ -163,7 +163,7 @@ class EnvCaller:
             raise ValueError(
                 "this env is served on one thread (it draws with pygame, or single_thread=True said so), "
                 "and execution='inline' runs its calls on the event loop: use execution='auto' or "
-                "'thread', or single_thread=False if the env is safe on several threads"
+                "'thread', or single_thread=False (--no-single-thread) if the env is safe on several threads"
             )
         #: Every call runs on this process's one thread for envs that are not
         #: thread-safe (an env in a process of its own has that process to itself).
