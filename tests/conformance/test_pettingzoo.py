@@ -3,7 +3,8 @@ gets :class:`~openenv_gym.RemoteAECEnv` / :class:`~openenv_gym.RemoteParallelEnv
 clients of real servers on 127.0.0.1 where it expects the game itself.
 
 The games: ``cooperative_pong_v6`` (a global state, ``max_cycles``, an
-``rgb_array`` render mode) and ``connect_four_v3`` (turn-based, action masks).
+``rgb_array`` render mode) and ``connect_four_v3`` (turn-based, action masks);
+``render_test`` runs on every game here whose frames pygame draws.
 Sessions use msgpack: ``state()`` of cooperative pong is a 280x480x3 image,
 which JSON carries in seconds, not milliseconds.
 """
@@ -37,6 +38,19 @@ from pettingzoo.test import (  # noqa: E402
 import openenv_gym  # noqa: E402
 
 GAMES = {"cooperative_pong_v6": cooperative_pong_v6, "connect_four_v3": connect_four_v3}
+#: Games whose frames pygame draws, for ``render_test``: their servers run every env call
+#: on one thread (pygame is not thread-safe), shared by the servers of this process.
+RENDER_GAMES = [
+    "pettingzoo.butterfly.cooperative_pong_v6",
+    "pettingzoo.classic.chess_v6",
+    "pettingzoo.classic.connect_four_v3",
+    "pettingzoo.classic.go_v5",
+    "pettingzoo.classic.leduc_holdem_v4",
+    "pettingzoo.classic.rps_v2",
+    "pettingzoo.classic.texas_holdem_no_limit_v6",
+    "pettingzoo.classic.texas_holdem_v4",
+    "pettingzoo.classic.tictactoe_v3",
+]
 
 
 class OverTheWire:
@@ -112,5 +126,8 @@ def test_state_test(pong):
     state_test(pong.env(), pong.parallel_env(), num_cycles=5)
 
 
-def test_render_test(remote):
-    render_test(remote.env)
+@pytest.mark.parametrize("game", RENDER_GAMES)
+def test_render_test(game):
+    module = pytest.importorskip(game)  # chess needs python-chess, the card games rlcard
+    with over_the_wire(module) as remote:
+        render_test(remote.env)
