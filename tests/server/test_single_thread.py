@@ -23,9 +23,10 @@ import numpy as np
 import pytest
 
 import openenv_gym
+from openenv_gym.errors import ExecutionError
 from openenv_gym.server.resolve import uses_pygame
 from openenv_gym.server.session import SINGLE_THREAD_NAME
-from tests.envs import CompositeEnv
+from tests.envs import CompositeEnv, SlowEnv
 
 pettingzoo = pytest.importorskip("pettingzoo")
 pytest.importorskip("pygame")
@@ -213,3 +214,22 @@ def _play_seat(url: str) -> list[np.ndarray]:
             if terminated or truncated:
                 break
     return frames
+
+
+def test_a_hung_call_on_the_one_thread_times_out_and_the_session_recovers():
+    """A step timeout answers a call that hangs on the one thread; the thread is not
+    abandoned, so the session's fresh env is built once the hung call returns."""
+    delays = iter([0.0, 2.0])  # the probe, the first session's env; then fast ones
+
+    def factory() -> SlowEnv:
+        return SlowEnv(delay=next(delays, 0.0))
+
+    with openenv_gym.local_server(factory, step_timeout=0.5, single_thread=True) as url:
+        with openenv_gym.RemoteEnv(url) as env:
+            env.reset(seed=0)
+            started = time.monotonic()
+            with pytest.raises(ExecutionError, match="hung.*fresh environment"):
+                env.step(0)
+            assert time.monotonic() - started < 10
+            env.reset(seed=0)
+            env.step(0)
