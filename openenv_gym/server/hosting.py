@@ -53,8 +53,8 @@ from .metrics import Metrics
 from .polling import BusyPoll
 from .routes import Opening, Route
 from .session import DEFAULT_INLINE_DEADLINE, EnvCaller, EnvHost, Execution, HungCalls
-from .telemetry import SessionTelemetry
 from .source import EnvSource
+from .telemetry import SessionTelemetry
 from .transport import Channel, next_frame
 from .vector import StepClock
 
@@ -366,9 +366,10 @@ class Server:
                     if telemetry is not None:
                         telemetry.started = True
                     started = time.perf_counter()
-                    answer, env_seconds = await session.respond(message)
-                    if answer is None:  # a JSON-RPC notification
+                    response, env_seconds = await session.respond(message)
+                    if response is None:  # a JSON-RPC notification
                         continue
+                    answer = response
                     if message.type == "step":
                         metrics.observe_step(time.perf_counter() - started)
                         if session.in_process:

@@ -99,16 +99,18 @@ class WsRoute(Route):
     def __init__(self, source: EnvSource, *, telemetry: bool = False) -> None:
         super().__init__(source)
         self.telemetry = telemetry
-        if telemetry:
-            self.messages = {**self.messages, **VALIDATION_MESSAGES}
 
     def parse(self, message: Any) -> ClientMessage:
         try:
             return parse_message(message, self.messages)
         except ProtocolError as exc:
-            if exc.code is ErrorCode.UNKNOWN_TYPE and isinstance(message, dict) and message.get("type") in VALIDATION_MESSAGES:
+            # Telemetry's messages, twice a session at most, take the slow path.
+            kind = message.get("type") if isinstance(message, dict) else None
+            if exc.code is not ErrorCode.UNKNOWN_TYPE or kind not in VALIDATION_MESSAGES:
+                raise
+            if not self.telemetry:
                 raise ProtocolError(ErrorCode.UNKNOWN_TYPE, f"{exc.message} ({TELEMETRY_OFF})") from None
-            raise
+            return parse_message(message, VALIDATION_MESSAGES)
 
     def session(self, opening: Opening) -> EnvHost:
         session: EnvHost = self.source.session_type(self.source, codec=opening.codec, caller=opening.caller)
