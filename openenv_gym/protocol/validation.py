@@ -44,7 +44,6 @@ __all__ = [
     "ValidationOpened",
     "ValidationSnapshot",
     "VALIDATION_MESSAGES",
-    "VALIDATION_REPLIES",
     "RECORDED_OPERATIONS",
     "trajectory_record",
     "telemetry_refused",
@@ -56,8 +55,8 @@ TELEMETRY_VERSION = 1
 MIN_SECRET_CHARS, MAX_SECRET_CHARS = 32, 256
 #: What an error shows in place of a secret it refuses.
 REDACTED = "**********"
-#: The operations a session records, and the reply type each gets.
-RECORDED_OPERATIONS = {"reset": "observation", "step": "observation", "state": "state"}
+#: The operations a session records.
+RECORDED_OPERATIONS = frozenset({"reset", "step", "state"})
 
 
 def _secret(data: dict, key: str) -> str:
@@ -175,8 +174,6 @@ class ValidationSnapshot(ServerMessage):
 
 #: The client messages of session telemetry (served on ``/ws``).
 VALIDATION_MESSAGES = {cls.type: cls for cls in (ValidationOpen, ValidationRead)}
-#: Their replies.
-VALIDATION_REPLIES = {cls.type: cls for cls in (ValidationOpened, ValidationSnapshot)}
 
 
 def trajectory_record(operation: str, request: Any, response: Any) -> dict[str, Any]:

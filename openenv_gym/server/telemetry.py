@@ -3,8 +3,7 @@ did, recorded for a validator that holds the server's validation token.
 
 A server has it when ``create_app`` is given a validation token, or the
 ``OPENENV_VALIDATION_TOKEN`` environment variable holds one, in simulation mode
-(as upstream's servers: the validator replays episodes, which production mode
-does not serve). Each ``/ws`` socket then gets a :class:`SessionTelemetry`,
+only, as upstream's servers have it. Each ``/ws`` socket then gets a :class:`SessionTelemetry`,
 which records nothing until the socket's first message opens it with the
 token; a server without a token creates none and records nothing.
 
