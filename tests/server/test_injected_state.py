@@ -54,6 +54,13 @@ def test_a_hook_starts_the_episode_from_the_injected_state_on_ws_and_http():
         assert status == 200 and answer["observation"]["obs"] == pytest.approx(STATE)
 
 
+def test_a_remote_env_injects_a_state_through_resets_options():
+    with openenv_gym.local_server("CartPole-v1", set_state=cartpole_state) as url:
+        with openenv_gym.RemoteEnv(url) as env:
+            obs, info = env.reset(seed=0, options={"injected_state": STATE})
+    assert obs.tolist() == pytest.approx(STATE) and info == {"injected": True}
+
+
 def test_without_a_hook_the_key_is_refused_naming_the_hook_and_the_session_goes_on():
     with openenv_gym.local_server(OptionsEnv) as url:
         with ws(url) as sock:
