@@ -125,6 +125,15 @@ def target_row(label: str, ratio: dict[str, Any]) -> str:
     return f"| {label} | ≥ {fmt(ratio['target'])}x | {measured} | {met} |"
 
 
+#: The pointer of the benchmark sections of docs/benchmarks.md to the A/B of ``bench_ab.py``.
+BEFORE_AFTER_NOTE = (
+    "Before/after comparisons of openenv-gym itself cannot use figures from another day: this VM's speed "
+    "drifts between runs by more than most changes gain or lose. [The A/B section]"
+    "(#ab-two-checkouts-of-openenv-gym-side-by-side) measures two revisions in one run (CartPole, single "
+    "env and batched N=64), with the official stack and SyncVectorEnv N=64 as anchors "
+    "(`python benchmarks/bench_ab.py --base REVISION`).")
+
+
 def percentile(sorted_values: Sequence[float], q: float) -> float | None:
     """Nearest-rank percentile of an already sorted sequence."""
     if not sorted_values:

@@ -102,6 +102,8 @@ class Config:
 
 
 def _vec(kind: str) -> dict[str, Any]:
+    """``bench_vector.VecClient``'s parameters for N CartPole envs: ``kind`` of ``bench_vector.REMOTE``
+    (our client), or ``"sync"`` (Gymnasium's SyncVectorEnv)."""
     remote = bench_vector.REMOTE.get(kind)
     return {"kind": "sync" if remote is None else kind, "env": "cartpole", "num_envs": NUM_ENVS,
             **({"remote": remote} if remote else {})}
@@ -122,6 +124,7 @@ CONFIGS = [
     Config("vector/nopoll", "vector", "no polling", "bench_vector:VecClient", _vec("batched_nopoll"),
            "ours_nopoll", NUM_ENVS),
 ]
+#: group -> (table title, rate unit, the anchor's config, the anchor's short name).
 GROUPS = {
     "single": ("RemoteEnv, CartPole-v1, msgpack (one env, one client)", "steps/s", "single/official",
                "official"),
@@ -131,6 +134,7 @@ GROUPS = {
 
 
 def _vector_target(numerator: str) -> float:
+    """bench_vector's minimum for ``numerator`` / SyncVectorEnv at our N."""
     return next(t for _, num, den, t in bench_vector.TARGETS
                 if num == numerator and den == f"cartpole/sync/{NUM_ENVS}")
 

@@ -518,6 +518,8 @@ def render_markdown(res: dict) -> str:
              f"config (each also capped at 200,000 calls), reps interleaved; numbers are "
              f"median [min–max] over the reps.")
     L.append("")
+    L.append(H.BEFORE_AFTER_NOTE)
+    L.append("")
     L.append("Machine: " + H.format_machine(res["machine"]) + ".")
     L.append("")
     loads = [r.get("other_load_cores") for c in cfgs.values() for r in c["reps"] if r]

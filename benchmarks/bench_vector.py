@@ -330,6 +330,8 @@ def render(data: dict, envs: list[str]) -> str:
         f"median [min–max]). Machine: {H.format_machine(data['machine'])}. Started {data['started'][:19]}, "
         f"load average {data['machine'].get('loadavg_at_start')}.",
         "",
+        H.BEFORE_AFTER_NOTE,
+        "",
         "Every client in its own process, every server another process on 127.0.0.1: client and server share "
         "the machine's cores. SyncVectorEnv, the anchor, steps the envs in the client process: no network, "
         "no process hop; AsyncVectorEnv runs one worker process per env. Rows marked \"busy polling\" run our "
