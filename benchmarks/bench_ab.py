@@ -192,12 +192,19 @@ def side_info(side: str, root: Path, revision: str | None, env: dict[str, str]) 
                          f"package in {root}. Is {root} an openenv-gym checkout (with openenv_gym/ at its top)?")
     changes = _git(root, "status", "--porcelain", "--", "openenv_gym")
     return {"revision": revision, "commit": _git(root, "rev-parse", "HEAD"),
-            "subject": _git(root, "log", "-1", "--format=%s"), "uncommitted_changes": bool(changes)}
+            "subject": _git(root, "log", "-1", "--format=%s"),
+            "package_commit": _git(root, "log", "-1", "--format=%H", "--", "openenv_gym"),
+            "uncommitted_changes": bool(changes)}
 
 
 def side_name(info: dict[str, Any]) -> str:
-    """``db3b301`` (``+ uncommitted changes``), or ``checkout`` when not a git checkout."""
-    name = f"`{info['commit'][:7]}`" if info.get("commit") else "checkout"
+    """The side in the tables: its commit (and the commit its ``openenv_gym/`` is from, when a
+    later one changed only other files; ``+ uncommitted changes``), or ``checkout`` outside git."""
+    if not info.get("commit"):
+        return "checkout"
+    name = f"`{info['commit'][:7]}`"
+    if info.get("package_commit") and info["package_commit"] != info["commit"]:
+        name += f" (openenv_gym/ of `{info['package_commit'][:7]}`)"
     return name + (" + uncommitted changes" if info.get("uncommitted_changes") else "")
 
 
@@ -456,6 +463,12 @@ def render(data: dict[str, Any]) -> str:
                   f"{machine.get('cpus')}): median {s['median']:.2f}, max {s['max']:.2f}; {redone} window(s) "
                   f"measured again because of it; {loaded} of {len(loads)} kept windows ran with more than "
                   f"{LOADED_CORES} cores of it.", ""]
+        if loaded:
+            lines += [f"**Warning: in {loaded} of {len(loads)} windows the client and server under test "
+                      f"shared the cores with other processes: their figures swing with that load, and "
+                      f"busy polling, which needs a core for each side, suffers most. The per-round ratios "
+                      f"and the CPU per step without polling are the figures to read; rerun on an "
+                      f"otherwise idle machine to confirm a difference under 10-20%.**", ""]
     summary, ratios = data["summary"], data["ratios"]
     for group, (title, unit, anchor, anchor_name) in GROUPS.items():
         factor = NUM_ENVS if group == "vector" else 1
