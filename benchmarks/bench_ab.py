@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Two checkouts of openenv-gym side by side: a base revision against this checkout.
 
-    python benchmarks/bench_ab.py --base db3b301          # any git revision, ~8 reps in ~6 min
+    python benchmarks/bench_ab.py --base db3b301          # any git revision: 9 rounds, ~7 min
     python benchmarks/bench_ab.py --base-path ../other    # a checkout already on disk
     python benchmarks/bench_ab.py --base main --quick     # 2 reps x 0.5 s windows, ~1 min
 
@@ -28,10 +28,14 @@ depend on the side: the official OpenEnv stack for ``single``, Gymnasium's
 ``SyncVectorEnv`` N=64 in the client process for ``vector``. So the ours / anchor
 ratios of both sides come from one run.
 
+A third side, *control*, runs the head's code again with servers and clients of its
+own: control / head, an A/A comparison, shows how far two measurements of the same
+code fall apart in this run, the noise to read head / base against.
+
 Schedule: ``--reps`` rounds; each runs every config once, starting one config later
-each round, and for ours the two sides back to back, base first in even rounds and
-head first in odd ones. A config whose windows ran while other processes used more
-than 0.25 cores is measured again, both sides (``--retries``, within ``--retry-budget``).
+each round, and for ours the three sides back to back, starting one side later each
+round. A config whose windows ran while other processes used more than 0.25 cores is
+measured again, all sides (``--retries``, within ``--retry-budget``).
 
 Writes ``benchmarks/results/ab.json`` (every window) and the ``ab`` section of
 ``docs/benchmarks.md`` (not with ``--no-doc``, nor after a global timeout). Server
@@ -43,6 +47,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime as _dt
+import math
 import shutil
 import subprocess
 import sys
@@ -67,7 +72,10 @@ DOC_PATH = ROOT / "docs" / "benchmarks.md"
 DOC_TAG = "ab"
 DOC_INTRO = "# Benchmarks\n"
 PACKAGES = ["openenv", "gymnasium", "numpy", "websockets", "msgpack", "uvicorn", "starlette", "uvloop"]
-SIDES = ("base", "head")
+#: The sides of each of our configs: "control" runs the head's code again, with servers and
+#: clients of its own, so control / head (an A/A comparison) shows how far two measurements of
+#: the same code fall apart in this run: the noise any head / base ratio is to be read against.
+SIDES = ("base", "head", "control")
 NUM_ENVS = 64
 LOADED_CORES = bench_single.LOADED_CORES
 #: Per-window metrics summarized in the JSON (CPU per ``step()`` call: per vector step for ``vector``).
@@ -93,12 +101,12 @@ class Config:
         return bool(self.server and self.server.startswith("ours"))
 
     def keys(self, rep: int) -> list[str]:
-        """The windows of this config in round ``rep``: one per side (alternating which
-        goes first), or the anchor's one."""
+        """The windows of this config in round ``rep``: one per side, starting one side later
+        each round, or the anchor's one."""
         if not self.ours:
             return [self.name]
-        sides = SIDES if rep % 2 == 0 else SIDES[::-1]
-        return [f"{self.name}/{side}" for side in sides]
+        k = rep % len(SIDES)
+        return [f"{self.name}/{side}" for side in SIDES[k:] + SIDES[:k]]
 
 
 def _vec(kind: str) -> dict[str, Any]:
@@ -216,8 +224,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     base.add_argument("--base", metavar="REVISION", help="git revision of this repository to compare with")
     base.add_argument("--base-path", metavar="DIR", help="an openenv-gym checkout to compare with")
     p.add_argument("--quick", action="store_true", help="2 reps x 0.5 s windows")
-    p.add_argument("--reps", type=int, default=None, help="rounds (default 8, quick 2)")
-    p.add_argument("--window", type=float, default=None, help="seconds per timed window (default 2, quick 0.5)")
+    p.add_argument("--reps", type=int, default=None, help="rounds (default 9, quick 2)")
+    p.add_argument("--window", type=float, default=None, help="seconds per timed window (default 1.5, quick 0.5)")
     p.add_argument("--timeout", type=float, default=1200.0, help="global timeout, seconds (default 1200)")
     p.add_argument("--retries", type=int, default=1,
                    help=f"measure a config again, both sides, up to this many times when other processes "
@@ -229,8 +237,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         "(< 0.25 cores busy); default 0: start at once")
     p.add_argument("--no-doc", action="store_true", help="do not rewrite docs/benchmarks.md")
     args = p.parse_args(argv)
-    args.reps = args.reps or (2 if args.quick else 8)
-    args.window = args.window or (0.5 if args.quick else 2.0)
+    args.reps = args.reps or (2 if args.quick else 9)
+    args.window = args.window or (0.5 if args.quick else 1.5)
     return args
 
 
@@ -248,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
     machine: dict[str, Any] = {}
     try:
         with H.GlobalTimeout(args.timeout, processes), base_checkout(args.base, args.base_path) as base_root:
-            roots = {"base": base_root, "head": ROOT}
+            roots = {"base": base_root, "head": ROOT, "control": ROOT}
             envs = {side: H.python_env(root) for side, root in roots.items()}
             for side, root in roots.items():
                 sides[side] = side_info(side, root, args.base if side == "base" else None, envs[side])
@@ -317,7 +325,7 @@ def run_rounds(args: argparse.Namespace, servers: dict[str, H.Server], workers: 
     (one window or None per round, per key), ``rejected`` (the other-load of discarded windows)
     and ``errors`` (a failed key is skipped from then on)."""
     schedule = list(H.interleaved(CONFIGS, args.reps))
-    per_config_s = 2 * (args.window + bench_single.window_warmup_s(args.window) + 1.0)
+    per_config_s = len(SIDES) * (args.window + bench_single.window_warmup_s(args.window) + 1.0)
     retry_spent = 0.0
     for k, (rep, cfg) in enumerate(schedule):
         keys = cfg.keys(rep)
@@ -395,9 +403,10 @@ def build_results(args: argparse.Namespace, command: str, started: _dt.datetime,
             continue
         base, head = f"{cfg.name}/base", f"{cfg.name}/head"
         anchor = GROUPS[cfg.group][2]
+        metrics = ("steps_per_s", "client_cpu_us_per_step", "server_cpu_us_per_step")
         ratios[cfg.name] = {
-            "head_vs_base": {m: paired(head, base, m) for m in
-                             ("steps_per_s", "client_cpu_us_per_step", "server_cpu_us_per_step")},
+            "head_vs_base": {m: paired(head, base, m) for m in metrics},
+            "control_vs_head": {m: paired(f"{cfg.name}/control", head, m) for m in metrics},
             "vs_anchor": {side: paired(f"{cfg.name}/{side}", anchor) for side in SIDES},
             "anchor": anchor,
             "target": TARGETS[cfg.name],
@@ -428,10 +437,25 @@ def _rounds(ratio: dict[str, Any], better: str) -> str:
     return f"head {better} in {k} of {ratio['n']} rounds"
 
 
+def _reading(head_base: dict[str, Any], control_head: dict[str, Any], better: str) -> str:
+    """One metric's median head / base ratio, the rounds head was ``better`` in, and whether
+    that median lies within the A/A noise: as far from 1, either way, as the A/A (control /
+    head) ratio that fell farthest from 1 in this run."""
+    if not head_base.get("n"):
+        return "not measured"
+    text = f"{H.fmt(head_base['median'])}x ({_rounds(head_base, better)}"
+    if control_head.get("n"):
+        noise = max(abs(math.log(control_head["min"])), abs(math.log(control_head["max"])))
+        within = abs(math.log(head_base["median"])) <= noise
+        text += f"; A/A noise {H.fmt(math.exp(-noise))}–{H.fmt(math.exp(noise))}x: {'within' if within else 'beyond'}"
+    return text + ")"
+
+
 def render(data: dict[str, Any]) -> str:
     """The ``ab`` section of docs/benchmarks.md."""
     sides, a, machine = data["sides"], data["args"], data["machine"]
     names = {side: side_name(info) for side, info in sides.items()}
+    names["control"] = "(head's code again)"
     lines = [
         "## A/B: two checkouts of openenv-gym side by side",
         "",
@@ -444,9 +468,12 @@ def render(data: dict[str, Any]) -> str:
         "gain or lose, so a before/after comparison of openenv-gym itself is measured in one run: both "
         "revisions on one machine, each with its own servers (`python -m openenv_gym.cli serve CartPole-v1`, "
         "with busy polling and with `--busy-poll 0`) and its own client processes, every process importing "
-        "its side's checkout; the benchmark code is the same for both. In each round the two sides of a "
-        "config run back to back, base first in even rounds and head first in odd ones, and the anchors "
-        "of `bench_single.py` and `bench_vector.py` run in the same rounds: ratios are paired per round. "
+        "its side's checkout; the benchmark code is the same for both. A third side, control, runs the "
+        "head's code again with servers and clients of its own: control / head is an A/A comparison, "
+        "how far two measurements of the same code fall apart in this run, the noise to read head / base "
+        "against. In each round the sides of a config run back to back, starting one side later each "
+        "round, and the anchors of `bench_single.py` and `bench_vector.py` run in the same rounds: ratios "
+        "are paired per round. "
         "CPU per step is per `step()` call (a vector step of 64 env-steps in the vector table): client "
         "from `time.process_time()`, server from `/proc/<pid>/stat`; with busy polling it includes the "
         "polling, so it follows the wall time; without polling it is the work done, the figure least "
@@ -486,10 +513,11 @@ def render(data: dict[str, Any]) -> str:
                 lines.append(f"| {cfg.label}, {side} {names[side]} | {H.fmt_mmm(_scaled(s['steps_per_s'], factor))} "
                              f"| {H.fmt_mmm(s['client_cpu_us_per_step'])} | {H.fmt_mmm(s['server_cpu_us_per_step'])} "
                              f"| {H.fmt_mmm(r['vs_anchor'][side])}x (≥ {H.fmt(r['target'])}x) |")
-            hb = r["head_vs_base"]
-            lines.append(f"| {cfg.label}, **head / base** (paired per round) | "
-                         f"{H.fmt_mmm(hb['steps_per_s'])}x | {H.fmt_mmm(hb['client_cpu_us_per_step'])}x | "
-                         f"{H.fmt_mmm(hb['server_cpu_us_per_step'])}x | - |")
+            for key, label in (("head_vs_base", "**head / base**"), ("control_vs_head", "control / head (A/A)")):
+                rr = r[key]
+                lines.append(f"| {cfg.label}, {label}, paired per round | {H.fmt_mmm(rr['steps_per_s'])}x | "
+                             f"{H.fmt_mmm(rr['client_cpu_us_per_step'])}x | "
+                             f"{H.fmt_mmm(rr['server_cpu_us_per_step'])}x | - |")
         s = summary.get(anchor)
         if s:
             label = next(c.label for c in CONFIGS if c.name == anchor)
@@ -501,17 +529,18 @@ def render(data: dict[str, Any]) -> str:
     for cfg in CONFIGS:
         if not cfg.ours:
             continue
-        hb = ratios[cfg.name]["head_vs_base"]
+        hb, aa = ratios[cfg.name]["head_vs_base"], ratios[cfg.name]["control_vs_head"]
         title = GROUPS[cfg.group][0].split(",")[0]
         lines.append(f"- {title}, {cfg.label}: head / base {GROUPS[cfg.group][1]} "
-                     f"{H.fmt_mmm(hb['steps_per_s'])}x ({_rounds(hb['steps_per_s'], 'faster')}); CPU per step "
-                     f"client {H.fmt(hb['client_cpu_us_per_step']['median'])}x "
-                     f"({_rounds(hb['client_cpu_us_per_step'], 'cheaper')}), server "
-                     f"{H.fmt(hb['server_cpu_us_per_step']['median'])}x "
-                     f"({_rounds(hb['server_cpu_us_per_step'], 'cheaper')}).")
-    lines += ["", "The anchor does not depend on the side, so each round's head / base ratio of an ours / "
-              "anchor ratio is that round's head / base ratio of steps/s: the first column of the head / "
-              "base rows answers whether a ratio of the sections above fell."]
+                     f"{_reading(hb['steps_per_s'], aa['steps_per_s'], 'faster')}; client CPU per step "
+                     f"{_reading(hb['client_cpu_us_per_step'], aa['client_cpu_us_per_step'], 'cheaper')}; "
+                     f"server CPU per step "
+                     f"{_reading(hb['server_cpu_us_per_step'], aa['server_cpu_us_per_step'], 'cheaper')}.")
+    lines += ["", "A head / base median within the A/A noise is no difference this run can show; beyond "
+              "it, a difference larger than two measurements of the same code showed. The anchor does not "
+              "depend on the side, so each round's head / base ratio of an ours / anchor ratio is that round's "
+              "head / base ratio of steps/s: the first column of the head / base rows answers whether a ratio "
+              "of the sections above fell."]
     if data["errors"]:
         lines += ["", "Failed: " + "; ".join(f"`{k}`: {H.portable_text(v).strip().splitlines()[-1]}"
                                              for k, v in data["errors"].items())]
