@@ -3,20 +3,20 @@
 
     python benchmarks/bench_ab.py --base db3b301          # any git revision: 9 rounds, ~7 min
     python benchmarks/bench_ab.py --base-path ../other    # a checkout already on disk
-    python benchmarks/bench_ab.py --base main --quick     # 2 reps x 0.5 s windows, ~1 min
+    python benchmarks/bench_ab.py --base main --quick     # 2 rounds x 0.5 s windows, ~2 min
 
 Figures taken on another day cannot tell whether a change made openenv-gym faster:
 on a shared VM the speed of CPU-bound Python drifts by more than most changes do.
-This script measures both versions in one run, on one machine, in alternating
+This script measures both versions in one run, on one machine, in rotating
 order, and reports per-round paired ratios head / base.
 
-The two sides: *base*, ``--base`` checked out with ``git worktree add --detach``
+The sides: *base*, ``--base`` checked out with ``git worktree add --detach``
 into a temporary directory (removed afterwards) or the checkout at ``--base-path``;
 *head*, the checkout this script is in. Each side has its own servers (``python -m
 openenv_gym.cli serve CartPole-v1``, with busy polling and with ``--busy-poll 0``)
 and its own client worker processes, all started with ``PYTHONPATH`` at that side's
 checkout (checked before anything is measured); the benchmark code is this
-checkout's, the same for both sides. Configs, as ``bench_single.py`` and
+checkout's, the same for every side. Configs, as ``bench_single.py`` and
 ``bench_vector.py`` measure them:
 
 - ``single``: ``RemoteEnv`` on CartPole-v1, msgpack, with busy polling (the default on
