@@ -32,7 +32,7 @@ from .._version import __version__
 from .probe import ProbeError, measure
 from .ranges import known_range
 
-__all__ = ["make_kit", "Kit", "ProbeError", "KIT_FILES", "PLAN_MAX_ACTIONS"]
+__all__ = ["make_kit", "Kit", "ProbeError", "KIT_FILES", "PLAN_MAX_ACTIONS", "mean_returns"]
 
 #: The files a kit writes besides ``openenv.yaml``, relative to the package.
 KIT_FILES = {
@@ -90,6 +90,14 @@ class Kit:
         ])
 
 
+def mean_returns(trajectories: list[dict[str, Any]]) -> dict[str, float]:
+    """Each policy's mean return over its trajectories (a canary's over every seed it played)."""
+    by_name: dict[str, list[float]] = {}
+    for trajectory in trajectories:
+        by_name.setdefault(trajectory["name"], []).append(float(trajectory["return"]))
+    return {name: sum(returns) / len(returns) for name, returns in by_name.items()}
+
+
 def make_kit(
     target: str,
     out: str | os.PathLike[str] | None = None,
@@ -115,7 +123,27 @@ def make_kit(
     probe = measure(target, env_kwargs=env_kwargs, seed=seed, oracle=oracle)
     if is_package(target) and Path(target).resolve() == root.resolve():
         probe["target"] = "."  # the kit's own package, wherever it is checked out
-    return write_kit(root, probe, seed=seed, env_kwargs=env_kwargs)
+    kit = write_kit(root, probe, seed=seed, env_kwargs=env_kwargs)
+    if not is_package(target):
+        kit.files.extend(_write_app(root, target, env_kwargs))
+    return kit
+
+
+def _write_app(root: Path, target: str, env_kwargs: dict[str, Any] | None) -> list[Path]:
+    """A ``server/app.py`` serving ``target`` (what ``openenv.yaml``'s ``app:`` names), unless the
+    package has one: with it the kit's directory is a package that ``openenv-gym check`` can start."""
+    app = root / "server" / "app.py"
+    if app.exists():
+        return []
+    app.parent.mkdir(parents=True, exist_ok=True)
+    (root / "server" / "__init__.py").touch()
+    kwargs = f", **{env_kwargs!r}" if env_kwargs else ""
+    app.write_text(
+        f'"""{target} as an OpenEnv server (written by `openenv-gym kit`)."""\n\n'
+        f"import openenv_gym\n\napp = openenv_gym.create_app({target!r}{kwargs})\n",
+        encoding="utf-8",
+    )
+    return [app]
 
 
 def write_kit(root: Path, probe: dict[str, Any], *, seed: int, env_kwargs: dict[str, Any] | None) -> Kit:
@@ -124,10 +152,10 @@ def write_kit(root: Path, probe: dict[str, Any], *, seed: int, env_kwargs: dict[
     canaries = [t for t in trajectories if t["kind"] == "canary"]
     oracle = next((t for t in trajectories if t["kind"] == "oracle"), None)
     low_high, range_source = _reward_range(probe)
-    floor = max(t["return"] for t in canaries)
+    floor = max(mean_returns(canaries).values())
     top = oracle["return"] if oracle is not None else low_high[1]
     floor_margin = max(MIN_FLOOR_MARGIN, _round(0.5 * (min(top, low_high[1]) - floor), down=True))
-    longest = max(t["seconds"] for t in trajectories + probe["range_trajectories"])
+    longest = max(t["seconds"] for t in trajectories)
     memory_mb = max(256, math.ceil(2 * probe["peak_rss_mb"] / 64) * 64)
     timeout = int(min(MAX_EPISODE_TIMEOUT_S, max(30, math.ceil(10 * (longest + probe["startup_s"])))))
     tags = _tags(probe)
@@ -189,7 +217,7 @@ def _reward_range(probe: dict[str, Any]) -> tuple[tuple[float, float], str]:
     known = known_range(probe["env_id"])
     if known is not None:
         return known, f"table: {probe['env_id']}"
-    runs = probe["trajectories"] + probe["range_trajectories"]
+    runs = probe["trajectories"]
     values = [r for t in runs for r in t["rewards"]] + [t["return"] for t in runs]
     low, high = _round(min(values), down=True), _round(max(values), down=False)
     if low == high:
@@ -222,7 +250,7 @@ def _plan(probe: dict[str, Any], seed: int) -> dict[str, Any]:
     (plan size, trace size, schema-check time) allow.
 
     Never the oracle's: the plan is read by the validator, not kept from the agent."""
-    random = next(t for t in probe["trajectories"] if t["name"] == "random")
+    random = next(t for t in probe["trajectories"] if t["name"] == "random" and t["seed"] == seed)
     per_step = 2 * probe["observation_bytes"] + 2048  # the observation and state replies, and framing
     count = max(1, min(
         PLAN_MAX_ACTIONS,
@@ -261,7 +289,7 @@ def _with_validation_block(manifest: Path, probe: dict[str, Any], kit: Kit, has_
         "  reward:\n"
         f"    range: [{low!r}, {high!r}]  # {kit.range_source}\n"
         "    oracle_tolerance: 0.0\n"
-        f"    floor_margin: {kit.floor_margin!r}  # best canary return {kit.floor:g}\n"
+        f"    floor_margin: {kit.floor_margin!r}  # best canary mean return {kit.floor:g}\n"
         "  resources:\n"
         "    cpu: 1.0\n"
         f"    memory_mb: {kit.memory_mb}  # measured peak RSS {probe['peak_rss_mb']:.0f} MB\n"

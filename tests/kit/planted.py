@@ -80,6 +80,43 @@ class Bleeding(Lock):
         Bleeding.shared_t = value
 
 
+class Overflow(Lock):
+    """Pays -1000 for the last digit on the fifth step: a bound of the action space, in a state no
+    trivial policy reaches, indexes past a table."""
+
+    def step(self, action):
+        if self.t == 4 and int(action) == self.action_space.n - 1:
+            return self.t, -1000.0, True, False, self.info()
+        return super().step(action)
+
+
+class Farm(Lock):
+    """Pays 2 for the first right digit, 1 for the others: resetting after it earns more per step
+    than opening the lock."""
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = super().step(action)
+        return obs, 2.0 * reward if self.t == 1 else reward, terminated, truncated, info
+
+
+class Tipped(Lock):
+    """Tips a wrong first digit 0.5 on a seeded coin that only ``info`` shows."""
+
+    def reset(self, *, seed=None, options=None):
+        obs, _ = super().reset(seed=seed, options=options)
+        self.tipped = bool(self.np_random.integers(2))
+        return obs, self.info()
+
+    def info(self) -> dict:
+        return {"tipped": getattr(self, "tipped", False)}
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = super().step(action)
+        if self.t == 0 and terminated and self.tipped:
+            reward = 0.5
+        return obs, reward, terminated, truncated, info
+
+
 class Deaf(Lock):
     """Pays by the clock, whatever the agent does: 6 steps, 1 on every second one."""
 
