@@ -137,7 +137,7 @@ def _write_app(root: Path, target: str, env_kwargs: dict[str, Any] | None) -> li
         return []
     app.parent.mkdir(parents=True, exist_ok=True)
     (root / "server" / "__init__.py").touch()
-    kwargs = f", **{env_kwargs!r}" if env_kwargs else ""
+    kwargs = f", env_kwargs={env_kwargs!r}" if env_kwargs else ""
     app.write_text(
         f'"""{target} as an OpenEnv server (written by `openenv-gym kit`)."""\n\n'
         f"import openenv_gym\n\napp = openenv_gym.create_app({target!r}{kwargs})\n",

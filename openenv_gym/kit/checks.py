@@ -1,11 +1,16 @@
-"""``openenv-gym check PACKAGE``: upstream's validation graders without Docker, then the
+"""``openenv-gym check TARGET``: upstream's validation graders without Docker, then the
 checks upstream leaves "not implemented", and probes beyond RFC 008.
 
     $ openenv-gym check wrappers/cartpole --json report.json
+    $ openenv-gym check CartPole-v1                  # a kit generated on the fly
+    $ openenv-gym check http://127.0.0.1:8000        # a server we did not start
 
-The package must hold a validation kit (``openenv-gym kit``). Its own server is
-started on 127.0.0.1 (:func:`~.upstream.start_package`) and every check plays
-episodes over the wire, as an agent would:
+A package must hold a validation kit (``openenv-gym kit``); for an env (a Gymnasium
+id, ``module:factory``) one is generated into a temporary directory. The package's
+own server is started on 127.0.0.1 (:func:`~.upstream.start_package`) and every
+check plays episodes over the wire, as an agent would. At a URL, canaries recorded
+over the wire stand in for the kit, and what needs a kit or a server of our own
+SKIPs with its reason (:data:`URL_SKIPS`). The checks:
 
 * upstream (openenv 0.10): ``static.manifest`` and the ``runtime.*`` graders, through
   :class:`~.upstream.LocalProvider`;
@@ -18,7 +23,12 @@ episodes over the wire, as an agent would:
   ``semantic.resource_envelope`` (the server's peak RSS within ``memory_mb``);
 * beyond it: ``hacking.reward_range`` (every reward of every probe within the
   declared range), ``hacking.repeated_action`` (no single action, repeated, reaches
-  the top), ``learning.learnability`` (a small learner, :mod:`.learning`, beats the
+  the top), ``hacking.out_of_space`` (an action outside the space is refused, and the
+  session goes on as if it had not been sent), ``hacking.boundary_actions`` (the
+  bounds of the space are accepted and paid within the range), ``hacking.reset_abuse``
+  (resetting after a reward, or after every step, earns no more per step than
+  playing on), ``hacking.info_reward`` (the same observation and action are not paid
+  differently according to a field of ``info``), ``learning.learnability`` (a small learner, :mod:`.learning`, beats the
   canary floor by the margin within a bounded number of episodes, with its curve;
   it trains in process with the env, not over the wire), and
   ``perf.throughput`` (steps/s and p50/p99 step latency, 1 and 4 sessions).
@@ -507,12 +517,11 @@ class Checker:
         must go on as if they had never been sent."""
         reference = self.reference()
         with self.session() as env:
-            candidates = _outside(env.action_space)
-            first = scripted(env.action_space, reference["actions"][:1])
+            valid = spaces.decode(env.action_space, reference["actions"][0])
+            candidates = _outside(env.action_space, valid)
         if not candidates:
             return Result("hacking.out_of_space", "skip", ["no value outside this action space to try"])
         seed = reference["reset"]["seed"]
-        valid = first(None, {}, None)
         plain = set()
         for _ in range(2):  # the step without a refused action before it, twice: is there one answer?
             with self.session() as env:
@@ -725,8 +734,9 @@ def _range_text(reward_range: tuple[float, float] | None) -> str:
     return "(no declared range)" if reward_range is None else f"[{reward_range[0]:g}, {reward_range[1]:g}]"
 
 
-def _outside(space: gym.Space) -> list[tuple[str, Any]]:
-    """``(name, value)`` of values just outside ``space``: past each bound, one field at a time."""
+def _outside(space: gym.Space, valid: Any) -> list[tuple[str, Any]]:
+    """``(name, value)`` of values just outside ``space``: past each bound, one field at a time
+    (the other fields of a ``Dict`` keep those of ``valid``, an action of ``space``)."""
     if isinstance(space, gym.spaces.Discrete):
         start, n = int(space.start), int(space.n)
         return [(f"{start - 1} (below {start})", start - 1), (f"{start + n} (above {start + n - 1})", start + n)]
@@ -743,9 +753,8 @@ def _outside(space: gym.Space) -> list[tuple[str, Any]]:
     if isinstance(space, gym.spaces.MultiBinary):
         return [("2 (not a bit)", np.full(space.shape, 2, dtype=space.dtype))]
     if isinstance(space, gym.spaces.Dict):
-        base = {key: part.sample() for key, part in space.spaces.items()}
-        return [(f"{key}: {name}", {**base, key: value})
-                for key, part in space.spaces.items() for name, value in _outside(part)]
+        return [(f"{key}: {name}", {**valid, key: value})
+                for key, part in space.spaces.items() for name, value in _outside(part, valid[key])]
     return []
 
 
@@ -885,6 +894,9 @@ def run_checks(
 
     say = progress or (lambda line: None)
     name = str(target)
+    if (is_url(name) or is_package(target)) and (env_kwargs or oracle):
+        raise ValueError(f"--env-kwargs and --oracle make a kit for an env; {name} is a "
+                         f"{'URL' if is_url(name) else 'package, whose kit `openenv-gym kit PACKAGE` makes'}")
     if is_url(name):
         return _report(name, _url_results(name.rstrip("/"), say), {})
     if is_package(target):
@@ -1009,13 +1021,19 @@ def table(report: dict) -> str:
     return "\n".join([*lines, f"verdict: {report['verdict'].upper()}"])
 
 
-def main(package: str, *, json_path: str | None = None, markdown_path: str | None = None,
-         upstream: bool = True) -> int:
+def main(target: str, *, json_path: str | None = None, markdown_path: str | None = None,
+         upstream: bool = True, env_kwargs: dict[str, Any] | None = None, oracle: str | None = None) -> int:
     """``openenv-gym check``: progress on stderr, the table on stdout; 1 on FAIL or ERROR."""
+    from . import ProbeError
+
     try:
-        report = run_checks(package, upstream=upstream, progress=lambda line: print(line, file=sys.stderr))
-    except (FileNotFoundError, ImportError) as exc:
+        report = run_checks(target, upstream=upstream, progress=lambda line: print(line, file=sys.stderr),
+                            env_kwargs=env_kwargs, oracle=oracle)
+    except (FileNotFoundError, ImportError, ProbeError, ValueError) as exc:
         print(f"openenv-gym: {exc}", file=sys.stderr)
+        return 1
+    except (OpenEnvGymError, OSError) as exc:  # a URL that does not answer as an OpenEnv server
+        print(f"openenv-gym: cannot check {target}: {exc} (is an OpenEnv server listening there?)", file=sys.stderr)
         return 1
     print(table(report))
     if json_path:
@@ -1023,6 +1041,6 @@ def main(package: str, *, json_path: str | None = None, markdown_path: str | Non
     if markdown_path:
         from .report import write_markdown
 
-        command = " ".join(["openenv-gym check", package, *(["--skip-upstream"] if not upstream else [])])
+        command = " ".join(["openenv-gym check", target, *(["--skip-upstream"] if not upstream else [])])
         write_markdown(report, markdown_path, command=command)
     return 1 if report["verdict"] == "fail" else 0

@@ -125,6 +125,27 @@ class Deaf(Lock):
         return self.t, float(self.t % 2 == 0), self.t == len(KEY), False, {}
 
 
+def clipping_app():
+    """A stock OpenEnv server (``openenv``'s ``create_app``) whose schema promises an increment of
+    1 to 5 that its model does not enforce: the env clips any increment into the range and pays
+    for it, where an out-of-space action must be refused."""
+    from openenv.core.env_server import create_app
+    from pydantic import Field
+
+    from tests import stock_server
+
+    class ClippingAction(stock_server.CounterAction):
+        increment: int = Field(json_schema_extra={"minimum": 1, "maximum": 5})
+
+    class Clipping(stock_server.CounterEnvironment):
+        def step(self, action, timeout_s=None, **kwargs):
+            action.increment = min(max(action.increment, 1), 5)
+            return super().step(action)
+
+    return create_app(Clipping, ClippingAction, stock_server.CounterObservation, env_name="clipping",
+                      max_concurrent_envs=8, state_cls=stock_server.CounterState)
+
+
 def package(root: Path, env: str) -> Path:
     """A package directory serving ``tests.kit.planted:<env>`` as ``wrappers/`` packages do."""
     (root / "server").mkdir(parents=True)
