@@ -132,9 +132,10 @@ def check_fields(data: Mapping[str, Any], required: frozenset[str], allowed: fro
     for key in data:
         if key not in allowed:
             raise validation_error([key], "Extra inputs are not permitted", data[key], "extra_forbidden")
-    for key in sorted(required):
+    for key in required:
         if key not in data:
-            raise validation_error([key], "Field required", data, "missing")
+            first = min(k for k in required if k not in data)  # the same key whatever the set's order
+            raise validation_error([first], "Field required", data, "missing")
 
 
 # -- client -> server ----------------------------------------------------------------

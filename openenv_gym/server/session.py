@@ -22,6 +22,7 @@ frames, ``POST /mcp`` for a session that outlives its socket) are answered by
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import queue
 import threading
@@ -103,6 +104,10 @@ def _thread_usage() -> tuple[float, int] | None:
         return None
     usage = resource.getrusage(_RUSAGE_THREAD)
     return usage.ru_utime + usage.ru_stime, usage.ru_nvcsw
+
+
+#: The lock of a session that only its own socket uses (:attr:`EnvHost.lock`).
+_UNLOCKED = contextlib.nullcontext()
 
 
 class EnvCaller:
@@ -409,19 +414,14 @@ class EnvHost:
         """The reply to one message (never ``close``; ``None`` for a JSON-RPC
         notification, which gets none), and the seconds its env calls took (not
         counting any wait for the session's thread)."""
-        if self.lock is None:
-            return await self._respond(message)
-        async with self.lock:
-            return await self._respond(message)
-
-    async def _respond(self, message: ClientMessage) -> tuple[ServerMessage | None, float]:
-        self.busy = True
-        self.touch()
-        self.call.seconds = 0.0
-        try:
-            return await self.handle(message), self.call.seconds
-        finally:
-            self.busy = False
+        async with self.lock or _UNLOCKED:
+            self.busy = True
+            self.touch()
+            self.call.seconds = 0.0
+            try:
+                return await self.handle(message), self.call.seconds
+            finally:
+                self.busy = False
 
     async def handle(self, message: ClientMessage) -> ServerMessage | None:
         raise NotImplementedError
