@@ -28,8 +28,9 @@ SKIPs with its reason (:data:`URL_SKIPS`). The checks:
   bounds of the space are accepted and paid within the range), ``hacking.reset_abuse``
   (resetting after a reward, or after every step, earns no more per step than
   playing on), ``hacking.info_reward`` (the same observation and action are not paid
-  differently according to a field of ``info``), ``learning.learnability`` (a small learner, :mod:`.learning`, beats the
-  canary floor by the margin within a bounded number of episodes, with its curve;
+  differently according to a field of ``info``), ``learning.learnability`` (a small
+  learner, :mod:`.learning`, beats the canary floor by the margin within a bounded
+  number of episodes, with its curve;
   it trains in process with the env, not over the wire), and
   ``perf.throughput`` (steps/s and p50/p99 step latency, 1 and 4 sessions).
 
