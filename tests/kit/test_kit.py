@@ -31,6 +31,7 @@ def probe_result(**overrides):
             {**canary, "name": "random", "actions": [0, 1] * 60, "rewards": [0.0] * 120, "return": 0.0, "steps": 120},
         ],
         "oracle_source": None,
+        "set_state": False,
     }
     return {**result, **overrides}
 
