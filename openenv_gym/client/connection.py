@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import os
 import select
+import selectors
 import socket
 import ssl
 import threading
@@ -34,7 +35,8 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import ExitStack
 from typing import Any
 
 from websockets.client import ClientProtocol
@@ -49,7 +51,7 @@ from ..errors import ConnectionClosedError, MessageTimeoutError
 from ..protocol import PROCESS_HEADER, PROCESS_TOKEN, is_loopback
 from .options import ConnectOptions
 
-__all__ = ["Connection", "ws_url", "http_url", "get_json"]
+__all__ = ["Connection", "wait_for_messages", "ws_url", "http_url", "get_json"]
 
 _RECV_BYTES = 1 << 18
 
@@ -60,6 +62,10 @@ LOOPBACK_BUSY_POLL = 0.001
 #: waiting at the same time block, so threads never take turns spinning on
 #: the GIL and one process never keeps more than one core busy waiting.
 _POLLING = threading.Lock()
+
+#: What :func:`wait_for_messages` waits with: ``poll(2)`` where there is one
+#: (no descriptor to create per wait, no limit on descriptor numbers).
+_Selector = getattr(selectors, "PollSelector", selectors.SelectSelector)
 
 
 def ws_url(base_url: str, path: str = "/ws") -> str:
@@ -313,6 +319,24 @@ class Connection:
                 self._check_open()
             self._last_io = time.monotonic()
 
+    def _read_available(self) -> None:
+        """Read what the socket holds without waiting for more (select found it readable)."""
+        self._sock.settimeout(0)
+        try:
+            data = self._sock.recv(_RECV_BYTES)
+        except (TimeoutError, BlockingIOError, ssl.SSLWantReadError):
+            return  # a TLS record still incomplete: the next wait reads it
+        except OSError as exc:
+            self._lost(exc)
+            return
+        finally:
+            _blocking_again(self._sock)
+        self._feed(data)
+
+    def _ready(self) -> bool:
+        """A message to read, or none ever again (closed or lost: reading raises why)."""
+        return bool(self._pending) or self.closed
+
     def _feed(self, data: bytes) -> None:
         if data:
             self._protocol.receive_data(data)
@@ -385,17 +409,7 @@ class Connection:
     def _service_idle(self) -> None:
         readable, _, _ = select.select([self._sock], [], [], 0)
         if readable:
-            self._sock.settimeout(0)
-            try:
-                data = self._sock.recv(_RECV_BYTES)
-            except (TimeoutError, BlockingIOError):
-                data = None
-            except OSError as exc:
-                self._lost(exc)
-                return
-            _blocking_again(self._sock)
-            if data is not None:
-                self._feed(data)
+            self._read_available()
         now, interval = time.monotonic(), self._ping_interval
         if self._ping_sent_at is not None:
             if self._ping_timeout and now - self._ping_sent_at > self._ping_timeout:
@@ -406,6 +420,48 @@ class Connection:
             self._protocol.send_ping(os.urandom(4))
             self._ping_sent_at = now
             self._flush()
+
+
+def wait_for_messages(connections: Sequence[Connection], timeout: float | None) -> list[Connection]:
+    """Wait until some of ``connections`` have a message to read, or will never
+    have one (closed or lost: reading raises why), for at most ``timeout``
+    seconds (``None``: no limit); those connections (none after the timeout).
+
+    One thread waits for replies from many servers at once this way, with one
+    ``poll(2)`` per wait. A single connection that busy-polls polls first, as
+    :meth:`Connection.recv` does; several are never polled (a caller waiting for
+    several servers leaves the cores to them). Each connection's lock is held
+    meanwhile, so that its keepalive thread cannot take a reply unseen.
+    """
+    with ExitStack() as held:
+        for connection in connections:
+            held.enter_context(connection._lock)
+        ready = [c for c in connections if c._ready()]
+        if ready:
+            return ready
+        if len(connections) == 1:
+            only = connections[0]
+            window = only._busy_poll if timeout is None else min(only._busy_poll, timeout)
+            if window > 0:
+                _recorded(lambda: only._poll(window))
+                if only._ready():
+                    return [only]
+        with _Selector() as selector:
+            for connection in connections:
+                selector.register(connection._sock, selectors.EVENT_READ, connection)
+            events = selector.select(timeout)
+        for key, _ in events:
+            _recorded(key.data._read_available)
+        return [c for c in connections if c._ready()]
+
+
+def _recorded(read: Callable[[], None]) -> None:
+    """Run ``read``, which may answer the peer (a pong, a close) and find the
+    connection lost: the connection keeps the error, and reading raises it."""
+    try:
+        read()
+    except (ConnectionClosedError, MessageTimeoutError):
+        pass
 
 
 def _handshake(
