@@ -63,6 +63,9 @@ LOOPBACK_BUSY_POLL = 0.001
 #: the GIL and one process never keeps more than one core busy waiting.
 _POLLING = threading.Lock()
 
+#: Seconds without traffic after which a connection's keepalive thread watches its socket.
+_QUIET = 0.05
+
 #: What :func:`wait_for_messages` waits with: ``poll(2)`` where there is one
 #: (no descriptor to create per wait, no limit on descriptor numbers).
 _Selector = getattr(selectors, "PollSelector", selectors.SelectSelector)
@@ -385,9 +388,18 @@ class Connection:
     def _keepalive(self) -> None:
         """While nobody uses the connection: answer the server's pings as they
         arrive (a server may drop a peer that takes longer than its ping timeout),
-        and ping the server every ``ping_interval`` seconds of silence."""
+        and ping the server every ``ping_interval`` seconds of silence.
+
+        It watches the socket only after :data:`_QUIET` seconds without traffic:
+        until then the caller reads what comes, and a reply it awaits should
+        not wake this thread too (a wake-up and a turn of the GIL per message).
+        """
         tick = min(self._ping_interval / 2, 1.0) if self._ping_interval else 1.0
         while not self._closed.is_set():
+            quiet = time.monotonic() - self._last_io
+            if quiet < _QUIET:
+                self._closed.wait(_QUIET - quiet)
+                continue
             try:
                 select.select([self._sock], [], [], tick)
             except (OSError, ValueError):
