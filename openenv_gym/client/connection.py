@@ -25,9 +25,9 @@ spends minutes on a gradient update does not lose its session.
 from __future__ import annotations
 
 import json
+import math
 import os
 import select
-import selectors
 import socket
 import ssl
 import threading
@@ -36,7 +36,6 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import ExitStack
 from typing import Any
 
 from websockets.client import ClientProtocol
@@ -68,7 +67,7 @@ _QUIET = 0.05
 
 #: What :func:`wait_for_messages` waits with: ``poll(2)`` where there is one
 #: (no descriptor to create per wait, no limit on descriptor numbers).
-_Selector = getattr(selectors, "PollSelector", selectors.SelectSelector)
+_poll = getattr(select, "poll", None)
 
 
 def ws_url(base_url: str, path: str = "/ws") -> str:
@@ -445,9 +444,9 @@ def wait_for_messages(connections: Sequence[Connection], timeout: float | None) 
     several servers leaves the cores to them). Each connection's lock is held
     meanwhile, so that its keepalive thread cannot take a reply unseen.
     """
-    with ExitStack() as held:
-        for connection in connections:
-            held.enter_context(connection._lock)
+    for connection in connections:
+        connection._lock.acquire()
+    try:
         ready = [c for c in connections if c._ready()]
         if ready:
             return ready
@@ -458,13 +457,27 @@ def wait_for_messages(connections: Sequence[Connection], timeout: float | None) 
                 _recorded(lambda: only._poll(window))
                 if only._ready():
                     return [only]
-        with _Selector() as selector:
-            for connection in connections:
-                selector.register(connection._sock, selectors.EVENT_READ, connection)
-            events = selector.select(timeout)
-        for key, _ in events:
-            _recorded(key.data._read_available)
+        for connection in _readable(connections, timeout):
+            _recorded(connection._read_available)
         return [c for c in connections if c._ready()]
+    finally:
+        for connection in connections:
+            connection._lock.release()
+
+
+def _readable(connections: Sequence[Connection], timeout: float | None) -> list[Connection]:
+    """The connections whose sockets have something to read within ``timeout`` seconds."""
+    if _poll is None:  # no poll(2) (Windows): select(2)
+        sockets = {c._sock: c for c in connections}
+        return [sockets[s] for s in select.select(list(sockets), [], [], timeout)[0]]
+    poller = _poll()
+    by_fd = {}
+    for connection in connections:
+        fd = connection._sock.fileno()
+        by_fd[fd] = connection
+        poller.register(fd, select.POLLIN)
+    events = poller.poll(None if timeout is None else math.ceil(timeout * 1000))
+    return [by_fd[fd] for fd, _ in events]
 
 
 def _recorded(read: Callable[[], None]) -> None:

@@ -194,8 +194,9 @@ class RemoteVectorEnv(VectorEnv):
             ``SyncVectorEnv``) or read-only views of the received frames.
         options: how to connect (:class:`~openenv_gym.client.options.ConnectOptions`);
             keyword arguments of the same names override it. ``busy_poll``
-            applies to batched mode with one server, whose lockstep
-            connection is driven from the calling thread. With ``reconnect``,
+            applies to batched mode, whose connections are driven from the
+            calling thread: it polls while it waits for one server's reply,
+            never while it waits for several. With ``reconnect``,
             the envs of a lost connection (one env in sessions mode, all envs
             of that server in batched mode) end their episode in that step
             with ``truncated=True``, reward 0, their last observation and
@@ -261,13 +262,14 @@ class RemoteVectorEnv(VectorEnv):
         try:
             self._units = self._open_units(plan)
         except BaseException:
-            self._loop.close()  # type: ignore[union-attr]  # set by _open_units before it can fail
-            self._loop = None
+            self.close_extras()  # the runner (a loop thread in sessions mode)
             raise
         #: The unit (server session) stepping each env.
         self._unit_of = np.empty(num_envs, dtype=np.int64)
         for index, unit in enumerate(self._units):
             self._unit_of[unit.env_ids] = index
+        #: The env ids of each unit: ``range(*self._blocks[unit])``.
+        self._blocks = [(int(unit.env_ids[0]), int(unit.env_ids[-1]) + 1) for unit in self._units]
 
     # -- planning ---------------------------------------------------------------
 
@@ -497,28 +499,38 @@ class RemoteVectorEnv(VectorEnv):
     def send(self, actions: Any, env_ids: Sequence[int] | np.ndarray | None = None) -> None:
         """Start stepping the envs ``env_ids`` (default: all) with ``actions``
         (batched in the order of ``env_ids``); returns at once. Collect the
-        results with :meth:`recv`."""
+        results with :meth:`recv`.
+
+        In batched mode the actions are on their way when it returns (the
+        caller's buffer is free again), and no thread or event loop is
+        involved: :meth:`recv` waits for every server's reply at once.
+        """
         runner = self._live()
         n = self.num_envs
         ids = np.arange(n) if env_ids is None else np.asarray(env_ids).reshape(-1)
-        if ids.size == 0 or ids.dtype.kind not in "iu" or ids.min() < 0 or ids.max() >= n:
+        if ids.size == 0 or ids.dtype.kind not in "iu" or (low := ids.min()) < 0 or (high := ids.max()) >= n:
             raise ValueError(f"env_ids must be distinct env ids in [0, {n}), not {env_ids!r}")
-        position = np.full(n, -1, dtype=np.int64)  # each env's entry in actions
+        position = np.full(n, -1, dtype=np.int64)  # each env's entry in actions (-1: none)
         position[ids] = np.arange(ids.size)
-        if np.count_nonzero(position >= 0) != ids.size:
-            raise ValueError(f"env_ids must be distinct env ids in [0, {n}), not {env_ids!r}")
         plan = []
-        for index in np.unique(self._unit_of[ids]).tolist():
+        covered = 0
+        for index in range(self._unit_of[low], self._unit_of[high] + 1):  # units hold blocks of env ids, in order
+            start, stop = self._blocks[index]
+            rows = position[start:stop]
+            if rows.max() < 0:
+                continue  # none of its envs
             unit = self._units[index]
             if index in self._inflight:
                 raise ValueError(f"envs {unit.env_ids.tolist()} are still stepping: recv() them first")
-            rows = position[unit.env_ids]
             if rows.min() < 0:
                 raise ValueError(
                     f"envs {unit.env_ids.tolist()} share one batched server session and are "
                     f"stepped together: send actions for all of them at once"
                 )
             plan.append((index, rows))
+            covered += rows.size
+        if covered != ids.size:  # every id is in a unit of the plan: some came twice
+            raise ValueError(f"env_ids must be distinct env ids in [0, {n}), not {env_ids!r}")
         if isinstance(runner, LoopThread):  # the steps read the actions later, on the loop
             actions = deepcopy(actions)  # the caller may reuse its buffer before then
         space = self.single_action_space
@@ -529,7 +541,7 @@ class RemoteVectorEnv(VectorEnv):
                     options: dict[str, Any] | None = None) -> None:
         """Reset every env in the background, like EnvPool's ``async_reset``:
         :meth:`recv` then returns the reset observations, ``batch_size`` at a time."""
-        runner = self._live()
+        self._live()
         self._drain("async_reset")
         seeds, options, mask = self._reset_args(seed, options)
 
