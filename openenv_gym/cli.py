@@ -21,6 +21,7 @@ the current directory are importable, as with ``python -m``.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import signal
@@ -169,6 +170,12 @@ def _add_session_options(serve: argparse.ArgumentParser) -> None:
         "interrupted: EXECUTION_ERROR, a fresh env on its thread; 'none' never interrupts (default 5)",
     )
     serve.add_argument(
+        "--set-state", default=None, metavar="MODULE:FN",
+        help="serve resets carrying injected_state (RFC 008's set_state): FN(env, injected_state) sets "
+        "the env's state after its reset and returns (observation, info); without it such resets "
+        "are refused",
+    )
+    serve.add_argument(
         "--vector-backend", choices=("auto", "sync", "async", "envpool"), default="auto",
         help="what steps the envs of a batched vector session: 'sync' in this process, "
         "'async' one worker process per env, 'envpool' one EnvPool pool (ENV is envpool:TASK), "
@@ -230,7 +237,20 @@ def _serve_options(args: argparse.Namespace) -> dict[str, Any]:
         "env_kwargs": args.env_kwargs,
     }
     options.update({key: value for key, value in optional.items() if value is not None})
+    if args.set_state is not None:
+        options["set_state"] = _import_function(args.set_state, "--set-state")
     return options
+
+
+def _import_function(path: str, option: str) -> Any:
+    """The function ``module:name`` names (the working directory is importable)."""
+    module, _, name = path.partition(":")
+    if not module or not name:
+        raise ValueError(f"{option} takes module:function, not {path!r}")
+    function = getattr(importlib.import_module(module), name, None)
+    if not callable(function):
+        raise TypeError(f"{option} {path}: the module {module!r} has no function {name!r}")
+    return function
 
 
 def _serve(args: argparse.Namespace) -> int:

@@ -9,6 +9,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from openenv_gym.fields import FieldsEnv, FieldsObservation
+
 
 class CompositeEnv(gym.Env):
     """An env whose spaces use Dict, Tuple, Text, Sequence, MultiDiscrete and MultiBinary.
@@ -197,3 +199,23 @@ class NumpyServedJaxEnv(gym.Env):
 
     def step(self, action):
         return np.zeros(2, dtype=np.float32), 0.0, False, False, {}
+
+
+class Counter(FieldsEnv):
+    """A FieldsEnv whose reset takes OpenEnv's injected_state itself."""
+
+    name = "counter_env"
+    action_schema = {"type": "object", "properties": {"add": {"type": "integer"}}, "required": ["add"]}
+    observation_schema = {"type": "object", "properties": {"count": {"type": "integer"}}}
+    state_schema = {"type": "object"}
+
+    def reset(self, *, seed=None, episode_id=None, injected_state=None):
+        self.count = int(injected_state or 0)
+        return FieldsObservation({"count": self.count})
+
+    def step(self, action):
+        self.count += action["add"]
+        return FieldsObservation({"count": self.count}, reward=0.0)
+
+    def state(self):
+        return {"episode_id": None, "step_count": 0}

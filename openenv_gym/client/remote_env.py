@@ -206,6 +206,9 @@ class RemoteEnv(gym.Env):
             )
         return self._session
 
+    def __repr__(self) -> str:
+        return f"<RemoteEnv {self.base_url}>"
+
 
 def owned_arrays(value: Any, *, always: bool = False) -> Any:
     """``value`` with every read-only array replaced by a copy the caller owns.
@@ -218,11 +221,10 @@ def owned_arrays(value: Any, *, always: bool = False) -> Any:
     if isinstance(value, np.ndarray):
         return value.copy() if always or not value.flags.writeable else value
     if isinstance(value, dict):
+        if not value:
+            return value
         return {key: owned_arrays(item, always=always) for key, item in value.items()}
     if isinstance(value, tuple):
         items = [owned_arrays(item, always=always) for item in value]
         return type(value)(*items) if hasattr(value, "_fields") else tuple(items)
     return value
-
-    def __repr__(self) -> str:
-        return f"<RemoteEnv {self.base_url}>"

@@ -271,7 +271,7 @@ def _with_validation_block(manifest: Path, probe: dict[str, Any], kit: Kit, has_
         "  capabilities:\n"
         "    verifier: {kind: reward_channel}\n"
         f"{oracle}"
-        "    set_state: false\n"
+        f"    set_state: {'true' if probe['set_state'] else 'false'}\n"
         f"    canaries: {KIT_FILES['canaries']}\n"
         "    declared_tools: []\n"
         f"  types: {{tags: [{', '.join(kit.tags)}]}}\n"

@@ -203,7 +203,16 @@ def run(request: dict) -> dict:
         "trajectories": trajectories + ([oracle] if oracle else []),
         "range_trajectories": range_runs,
         "oracle_source": oracle_source,
+        "set_state": _serves_injected_state(source),
     }
+
+
+def _serves_injected_state(source: Any) -> bool:
+    """Whether resets with ``injected_state`` are served (RFC 008's ``set_state``): the app's
+    ``create_app(set_state=...)`` hook, or a FieldsEnv whose ``reset`` takes it."""
+    if source.fields is not None:
+        return "injected_state" in source.fields.reset_options()
+    return source.set_state is not None
 
 
 def main() -> None:

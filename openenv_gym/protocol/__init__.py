@@ -19,6 +19,7 @@ module               what it owns
 :mod:`.agents`       ``/agents``: whole PettingZoo games
 :mod:`.mcp`          JSON-RPC 2.0 requests and responses of ``/mcp``
 :mod:`.http`         the bodies of the HTTP routes, under the same limits
+:mod:`.validation`   session telemetry on ``/ws``: ``validation_open`` / ``validation_read``
 ===================  ==========================================================
 
 A server reads a frame, validates it and answers::

@@ -29,6 +29,7 @@ Both sides go through these functions, with the session's
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
@@ -84,8 +85,12 @@ def action_step(codec: Codec, space: gym.Space, action: Any) -> Step:
 def check_action_fields(codec: Codec, fields: Mapping[str, Any], required: frozenset[str]) -> None:
     """An action object holds ``required`` and nothing but them, ``metadata`` and
     (from an openenv-gym peer) ``types``."""
-    allowed = _EXTENDED_ACTION_FIELDS if codec.extended else ACTION_FIELDS
-    check_fields(fields, required, required | allowed)
+    check_fields(fields, required, _allowed_action_fields(required, codec.extended))
+
+
+@functools.cache
+def _allowed_action_fields(required: frozenset[str], extended: bool) -> frozenset[str]:
+    return required | (_EXTENDED_ACTION_FIELDS if extended else ACTION_FIELDS)
 
 
 _ACTION = frozenset({"action"})
@@ -164,14 +169,19 @@ def read_observation(codec: Codec, space: gym.Space, message: Observation) -> Gy
     """What an observation frame from an openenv-gym Gymnasium server says."""
     fields = message.observation
     types = fields.get("types")
-    types = types if isinstance(types, dict) else {}
     reward = 0.0 if message.reward is None else float(message.reward)
+    info = fields.get("info") or {}
+    if not isinstance(types, dict):  # msgpack: values travel as they are
+        return GymStep(
+            codec.unpack_space(space, fields.get("obs")), reward,
+            bool(fields.get("terminated", message.done)), bool(fields.get("truncated", False)), info,
+        )
     return GymStep(
         obs=codec.unpack_space(space, fields.get("obs"), types.get("obs")),
         reward=codec.unpack_data(reward, types.get("reward")),
         terminated=bool(fields.get("terminated", message.done)),
         truncated=bool(fields.get("truncated", False)),
-        info=codec.unpack_data(fields.get("info") or {}, types.get("info")),
+        info=codec.unpack_data(info, types.get("info")),
     )
 
 

@@ -8,7 +8,7 @@ JSON ``detail``, in the shapes FastAPI gives OpenEnv's reference server:
 
     >>> from openenv_gym.protocol import Limits
     >>> reset_request(b'{"seed": 3}', Limits())
-    Reset(seed=3, episode_id=None, options=None)
+    Reset(seed=3, episode_id=None, options=None, injected_state=None)
     >>> try:
     ...     reset_request(b"[" * 100_000, Limits())
     ... except HttpError as exc:

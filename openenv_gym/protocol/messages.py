@@ -10,7 +10,7 @@ builds or reads an envelope.
 
     >>> message = parse_message({"type": "reset", "data": {"seed": 7, "level": 2}}, WS_MESSAGES)
     >>> message
-    Reset(seed=7, episode_id=None, options={'level': 2})
+    Reset(seed=7, episode_id=None, options={'level': 2}, injected_state=None)
     >>> message.to_wire()
     {'type': 'reset', 'data': {'level': 2, 'seed': 7}}
     >>> parse_message({"type": "jump"}, WS_MESSAGES)
@@ -62,6 +62,7 @@ __all__ = [
     "invalid",
     "check_fields",
     "EXTENSION_KEY",
+    "RESERVED_RESET_KEYS",
 ]
 
 #: Top-level ``/schema`` key describing the openenv-gym extensions a server offers.
@@ -71,6 +72,9 @@ EXTENSION_KEY = "x-openenv-gym"
 #: items (of lists and maps, elements of arrays, at any depth); a larger one is
 #: described instead, so a refused frame is not written back whole.
 MAX_ECHOED_ITEMS = 1_000
+
+#: Keys of ``reset`` data that are never Gymnasium ``options``.
+RESERVED_RESET_KEYS = frozenset({"seed", "episode_id", "injected_state"})
 
 
 class Data(enum.Enum):
@@ -132,9 +136,10 @@ def check_fields(data: Mapping[str, Any], required: frozenset[str], allowed: fro
     for key in data:
         if key not in allowed:
             raise validation_error([key], "Extra inputs are not permitted", data[key], "extra_forbidden")
-    for key in sorted(required):
+    for key in required:
         if key not in data:
-            raise validation_error([key], "Field required", data, "missing")
+            first = min(k for k in required if k not in data)  # the same key whatever the set's order
+            raise validation_error([first], "Field required", data, "missing")
 
 
 # -- client -> server ----------------------------------------------------------------
@@ -159,7 +164,9 @@ class ClientMessage:
 @dataclass(frozen=True, slots=True)
 class Reset(ClientMessage):
     """Start an episode: ``seed`` goes to ``env.reset(seed=...)``, ``episode_id``
-    names it, every other key of the data is one of Gymnasium's ``options``."""
+    names it, ``injected_state`` is the state to start from (OpenEnv's RFC 008
+    ``set_state`` capability: a server applies it through its ``set_state`` hook, or
+    refuses it), every other key of the data is one of Gymnasium's ``options``."""
 
     type: ClassVar[str] = "reset"
     data: ClassVar[Data] = Data.OPTIONAL
@@ -167,6 +174,8 @@ class Reset(ClientMessage):
     seed: int | None = None
     episode_id: str | None = None
     options: dict[str, Any] | None = None
+    #: ``None``: none asked for (a ``null`` value too).
+    injected_state: Any = None
 
     @classmethod
     def from_data(cls, data: dict | None) -> Reset:
@@ -183,8 +192,8 @@ class Reset(ClientMessage):
             raise validation_error(
                 ["episode_id"], "Input should be a string of at most 255 characters", episode_id
             )
-        options = {k: v for k, v in data.items() if k not in ("seed", "episode_id")} or None
-        return cls(None if seed is None else int(seed), episode_id, options)
+        options = {k: v for k, v in data.items() if k not in RESERVED_RESET_KEYS} or None
+        return cls(None if seed is None else int(seed), episode_id, options, data.get("injected_state"))
 
     def to_wire(self) -> dict:
         data: dict = dict(self.options or {})
@@ -192,6 +201,8 @@ class Reset(ClientMessage):
             data["seed"] = int(self.seed)
         if self.episode_id is not None:
             data["episode_id"] = self.episode_id
+        if self.injected_state is not None:
+            data["injected_state"] = self.injected_state
         return {"type": "reset", "data": data}
 
 

@@ -38,6 +38,7 @@ from .routes import Route, WsRoute
 from .schema import MODES, Mode
 from .session import DEFAULT_INLINE_DEADLINE, Execution
 from .source import EnvLike
+from .telemetry import telemetry_token
 from .tools import check_tool_names, function_tool
 from .transport import SessionEndpoint
 from .vector import VectorBackend, VectorRoute
@@ -70,6 +71,8 @@ def create_app(
     text_view: Any = None,
     tools: Sequence[Callable[..., Any]] = (),
     mode: Mode | None = None,
+    set_state: Callable[[Any, Any], tuple[Any, Any]] | None = None,
+    validation_token: str | None = None,
 ) -> Starlette:
     """Serve a Gymnasium environment as an OpenEnv server (an ASGI app).
 
@@ -140,6 +143,20 @@ def create_app(
         mode: ``"simulation"`` (every route) or ``"production"`` (no stateless
             ``/reset``, ``/step``, ``/state``), as OpenEnv defines them; ``None``
             reads the ``OPENENV_MODE`` environment variable, else simulation.
+        set_state: how a reset starts from an injected state (OpenEnv's RFC 008
+            ``set_state`` capability): ``set_state(env, injected_state)`` is called on the
+            session's env (as the factory built it; a PettingZoo seat's
+            :class:`~openenv_gym.server.multiagent.SeatEnv`) right after its
+            ``reset(seed=..., options=...)``, sets its state (``env.unwrapped.state =
+            ...``, say) and returns ``(observation, info)`` of that state, as ``reset``
+            does: the reset's reply carries them. A reset whose data holds
+            ``injected_state`` on a server without it is refused (VALIDATION_ERROR naming
+            this hook); ``/agents`` refuses it always. Not with ``execution="process"``,
+            where the env is in another process.
+        validation_token: the token that opens session telemetry on ``/ws``
+            (``validation_open``, see :mod:`openenv_gym.server.telemetry`); ``None``
+            reads the ``OPENENV_VALIDATION_TOKEN`` environment variable; without one,
+            or in production mode, telemetry is off and nothing is recorded.
 
     The environment is built once here to read its spaces, so a broken factory
     fails now rather than in the first session.
@@ -157,7 +174,19 @@ def create_app(
             "the env in a process of its own: choose one (put the tool's logic in the env's own methods, "
             "or serve with another execution)"
         )
+    if set_state is not None and execution == "process":
+        raise ValueError(
+            "set_state= runs on each session's env in the server's process, and execution='process' "
+            "keeps the env in a process of its own: choose one"
+        )
     source = resolve(env, **(env_kwargs or {}))
+    if set_state is not None and source.fields is not None:
+        raise TypeError(
+            f"{source.name!r} speaks OpenEnv's named fields (a FieldsEnv): its reset takes "
+            f"injected_state itself (a keyword argument of reset); set_state= applies to Gymnasium "
+            f"and PettingZoo envs"
+        )
+    source.set_state = set_state
     if opponent is not None:
         if source.multiagent is None:
             raise TypeError("opponent= applies to PettingZoo environments only")
@@ -181,9 +210,10 @@ def create_app(
         busy_poll=busy_poll,
         handshake_timeout=handshake_timeout,
         inline_deadline=inline_deadline,
+        validation_token=telemetry_token(validation_token, chosen),
     )
     websocket_routes: list[Route] = [
-        WsRoute(source),
+        WsRoute(source, telemetry=server.validation_token is not None),
         VectorRoute(source, backend=vector_backend, clock=server.env_steps),
         McpRoute(source),
     ]

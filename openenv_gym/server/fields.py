@@ -60,7 +60,9 @@ class FieldsSession(Session):
         return await super().handle(message)
 
     async def _reset(self, reset: Reset) -> ServerMessage:
-        options = reset.options or {}
+        options = dict(reset.options or {})
+        if reset.injected_state is not None:  # OpenEnv's set_state: the env's own reset argument
+            options["injected_state"] = reset.injected_state
         for key in options:
             if key not in self._options:
                 accepted = ", ".join(sorted({"seed", "episode_id", *self._options}))

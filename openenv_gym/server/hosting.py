@@ -48,11 +48,13 @@ from ..protocol import (
     parse_message,
 )
 from ..protocol.mcp import SERVER_ERROR, error_response
+from ..protocol.validation import VALIDATION_MESSAGES
 from .metrics import Metrics
 from .polling import BusyPoll
 from .routes import Opening, Route
 from .session import DEFAULT_INLINE_DEADLINE, EnvCaller, EnvHost, Execution, HungCalls
 from .source import EnvSource
+from .telemetry import SessionTelemetry
 from .transport import Channel, next_frame
 from .vector import StepClock
 
@@ -99,6 +101,7 @@ class Server:
         busy_poll: float,
         handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
         inline_deadline: float | None = DEFAULT_INLINE_DEADLINE,
+        validation_token: str | None = None,
     ) -> None:
         if max_sessions < 1:
             raise ValueError(f"max_sessions must be at least 1, not {max_sessions}")
@@ -113,6 +116,8 @@ class Server:
         self.execution = execution
         self.step_timeout = step_timeout
         self.inline_deadline = inline_deadline
+        #: The token that opens session telemetry (``None``: telemetry is off).
+        self.validation_token = validation_token
         #: Env calls its sessions abandoned that still run (they hold threads and envs).
         self.hung_calls = HungCalls()
         self.env_caller()  # checks the combination now
@@ -333,6 +338,11 @@ class Server:
         """Answer ``session``'s messages until ``close``, a disconnect, or a
         closing error (raised, for :meth:`hosting` to send).
 
+        On a route with session telemetry, and a server with a validation token,
+        the socket's :class:`~.telemetry.SessionTelemetry` answers
+        ``validation_open`` / ``validation_read`` and, once opened, records the
+        exchanges; without, nothing is recorded.
+
         After each reply to a peer on this machine (but not in this process)
         whose env calls run inline, the loop busy-polls for the next message
         (see :mod:`.polling`).
@@ -341,21 +351,31 @@ class Server:
         elsewhere = channel.headers.get(PROCESS_HEADER) != PROCESS_TOKEN
         local = client is not None and is_loopback(client[0]) and elsewhere
         metrics = self.metrics
+        telemetry = SessionTelemetry(self.validation_token) if route.telemetry and self.validation_token else None
         while (frame := await next_frame(channel, codec)) is not None:
             message = None
             try:
-                message = route.parse(codec.decode(frame))
+                decoded = codec.decode(frame)
+                message = route.parse(decoded)
                 if isinstance(message, Close):
                     return
                 metrics.messages[message.type] += 1
-                started = time.perf_counter()
-                answer, env_seconds = await session.respond(message)
-                if answer is None:  # a JSON-RPC notification
-                    continue
-                if message.type == "step":
-                    metrics.observe_step(time.perf_counter() - started)
-                    if session.in_process:
-                        self.env_steps.observe(env_seconds / session.slots)
+                if telemetry is not None and message.type in VALIDATION_MESSAGES:
+                    answer = telemetry.answer(message)
+                else:
+                    if telemetry is not None:
+                        telemetry.started = True
+                    started = time.perf_counter()
+                    response, env_seconds = await session.respond(message)
+                    if response is None:  # a JSON-RPC notification
+                        continue
+                    answer = response
+                    if message.type == "step":
+                        metrics.observe_step(time.perf_counter() - started)
+                        if session.in_process:
+                            self.env_steps.observe(env_seconds / session.slots)
+                    if telemetry is not None and telemetry.recording:
+                        telemetry.record(message, decoded, answer, codec)
             except ProtocolError as exc:
                 if exc.code in CLOSING_ERRORS:
                     raise

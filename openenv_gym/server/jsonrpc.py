@@ -4,7 +4,7 @@ servers answer them, and what MCP clients need on top.
 ========================  =================================================================
 method                    answer
 ========================  =================================================================
-``tools/list``            the session's tools (``{"tools": [...]}``)
+``tools/list``            the session's tools (``{"tools": [...]}``; ``[]`` when it has none)
 ``tools/call``            ``{name, arguments}``: the tool's result; a failing tool is a
                           ``-32603`` error (an MCP client gets a result with ``isError``)
 ``openenv/session/create``  ``{"session_id"}``: a session that outlives any socket
@@ -191,9 +191,10 @@ async def _close(request: Request, registry: Registry | None) -> dict[str, Any]:
 
 
 def _list_tools(request: Request, session: EnvHost) -> dict[str, Any]:
-    tools = session.toolbox()
-    if tools is None:
-        return error_response(request.id, INTERNAL_ERROR, NOT_SUPPORTED)
+    """The session's tools; none (``{"tools": []}``) for a session without tools, which
+    is what RFC 008's tool-declaration check reads (OpenEnv 0.10's servers answered
+    ``-32603`` there)."""
+    tools = session.toolbox() or {}
     return result_response(request.id, {"tools": [tool.spec.listing(spec=session.spec) for tool in tools.values()]})
 
 

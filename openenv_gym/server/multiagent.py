@@ -38,7 +38,7 @@ from ..protocol import WS_MESSAGES, ClientMessage, Reset, ServerMessage, Step, j
 from ..protocol import agents as wire
 from ..protocol.attributes import ATTRIBUTE_MESSAGES
 from .routes import Opening, Route
-from .session import EnvHost, Session
+from .session import EnvHost, Session, check_injection
 
 __all__ = [
     "API",
@@ -362,6 +362,7 @@ class AgentsSession(Session):
         return await super().handle(message)
 
     async def _reset_game(self, reset: Reset) -> ServerMessage:
+        check_injection(self.source, reset, route=wire.AGENTS_PATH)
         env = self._env()
         result = await self.run(env.reset, seed=reset.seed, options=reset.options)
         self.begin_episode(reset)

@@ -24,13 +24,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ..errors import ProtocolError
+from ..errors import ErrorCode, ProtocolError
 from ..protocol import WS_MESSAGES, ClientMessage, Codec, ErrorReply, ServerMessage, parse_message
 from ..protocol.attributes import ATTRIBUTE_MESSAGES
+from ..protocol.validation import VALIDATION_MESSAGES
 from .session import EnvCaller, EnvHost
 from .source import EnvSource
 
-__all__ = ["Opening", "Route", "WsRoute"]
+__all__ = ["Opening", "Route", "WsRoute", "TELEMETRY_OFF"]
+
+#: Why a ``/ws`` without session telemetry does not know its messages.
+TELEMETRY_OFF = (
+    "session telemetry is off: a server in simulation mode serves it when OPENENV_VALIDATION_TOKEN "
+    "or create_app(validation_token=...) gives it a token"
+)
 
 
 @dataclass(frozen=True)
@@ -61,6 +68,8 @@ class Route(abc.ABC):
     #: Whether ``?session_id=...`` attaches a connection to a session that outlives
     #: its sockets (OpenEnv's ``/ws`` does).
     attachable: ClassVar[bool] = False
+    #: Whether its sockets serve session telemetry (:mod:`.telemetry`).
+    telemetry: bool = False
 
     def __init__(self, source: EnvSource) -> None:
         self.source = source
@@ -80,11 +89,28 @@ class Route(abc.ABC):
 
 class WsRoute(Route):
     """OpenEnv's ``/ws``: one environment per connection, or the session it attaches to
-    (with the attribute messages of :mod:`~openenv_gym.protocol.attributes` besides OpenEnv's)."""
+    (with the attribute messages of :mod:`~openenv_gym.protocol.attributes` besides OpenEnv's,
+    and session telemetry's when ``telemetry``)."""
 
     path = "/ws"
     messages = {**WS_MESSAGES, **ATTRIBUTE_MESSAGES}
     attachable = True
+
+    def __init__(self, source: EnvSource, *, telemetry: bool = False) -> None:
+        super().__init__(source)
+        self.telemetry = telemetry
+
+    def parse(self, message: Any) -> ClientMessage:
+        try:
+            return parse_message(message, self.messages)
+        except ProtocolError as exc:
+            # Telemetry's messages, twice a session at most, take the slow path.
+            kind = message.get("type") if isinstance(message, dict) else None
+            if exc.code is not ErrorCode.UNKNOWN_TYPE or kind not in VALIDATION_MESSAGES:
+                raise
+            if not self.telemetry:
+                raise ProtocolError(ErrorCode.UNKNOWN_TYPE, f"{exc.message} ({TELEMETRY_OFF})") from None
+            return parse_message(message, VALIDATION_MESSAGES)
 
     def session(self, opening: Opening) -> EnvHost:
         session: EnvHost = self.source.session_type(self.source, codec=opening.codec, caller=opening.caller)

@@ -22,6 +22,7 @@ frames, ``POST /mcp`` for a session that outlives its socket) are answered by
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import queue
 import threading
@@ -66,7 +67,7 @@ from .tools import Position, Tool, ToolOutcome, gym_tools
 
 __all__ = [
     "EnvHost", "Session", "EnvCaller", "Execution", "describe_error", "env_error", "call_attribute", "HungCalls",
-    "wants_text",
+    "wants_text", "check_injection", "inject_state",
 ]
 
 logger = logging.getLogger("openenv_gym.server")
@@ -103,6 +104,10 @@ def _thread_usage() -> tuple[float, int] | None:
         return None
     usage = resource.getrusage(_RUSAGE_THREAD)
     return usage.ru_utime + usage.ru_stime, usage.ru_nvcsw
+
+
+#: The lock of a session that only its own socket uses (:attr:`EnvHost.lock`).
+_UNLOCKED = contextlib.nullcontext()
 
 
 class EnvCaller:
@@ -409,19 +414,14 @@ class EnvHost:
         """The reply to one message (never ``close``; ``None`` for a JSON-RPC
         notification, which gets none), and the seconds its env calls took (not
         counting any wait for the session's thread)."""
-        if self.lock is None:
-            return await self._respond(message)
-        async with self.lock:
-            return await self._respond(message)
-
-    async def _respond(self, message: ClientMessage) -> tuple[ServerMessage | None, float]:
-        self.busy = True
-        self.touch()
-        self.call.seconds = 0.0
-        try:
-            return await self.handle(message), self.call.seconds
-        finally:
-            self.busy = False
+        async with self.lock or _UNLOCKED:
+            self.busy = True
+            self.touch()
+            self.call.seconds = 0.0
+            try:
+                return await self.handle(message), self.call.seconds
+            finally:
+                self.busy = False
 
     async def handle(self, message: ClientMessage) -> ServerMessage | None:
         raise NotImplementedError
@@ -577,6 +577,7 @@ class Session(EnvHost):
             )
 
     async def _reset(self, reset: Reset) -> ServerMessage:
+        check_injection(self.source, reset)
         obs, info, text = await self.run(self.env_reset, reset, self.text)
         self.begin_episode(reset)
         self.position = Position(obs, info, text=text)
@@ -595,8 +596,12 @@ class Session(EnvHost):
         )
 
     def env_reset(self, reset: Reset, text: bool) -> tuple[Any, Any, str | None]:
-        """Reset the env, and render the observation's text when ``text`` (one env call)."""
-        obs, info = self._env().reset(seed=reset.seed, options=reset.options)
+        """Reset the env, then apply the reset's ``injected_state`` through the server's
+        ``set_state`` hook, and render the observation's text when ``text`` (one env call)."""
+        env = self._env()
+        obs, info = env.reset(seed=reset.seed, options=reset.options)
+        if reset.injected_state is not None:
+            obs, info = inject_state(self.source, env, reset.injected_state)
         return obs, info, self._obs_text(obs, info) if text else None
 
     def env_step(self, action: Any, text: bool) -> tuple[Any, Any, Any, Any, Any, str | None]:
@@ -691,6 +696,37 @@ def wants_text(codec: Codec, query: Mapping[str, str]) -> bool:
     """Whether a session's observations carry their text: always for a stock JSON peer,
     when asked (``?text=1``) for an openenv-gym peer."""
     return not codec.extended or query.get("text", "").lower() in ("1", "true", "yes")
+
+
+def check_injection(source: EnvSource, reset: Reset, *, route: str | None = None) -> None:
+    """Refuse a reset's ``injected_state`` (VALIDATION_ERROR, before any env call: the
+    session goes on) when the server has no ``set_state`` hook, or ``route`` names a
+    route that has none."""
+    if reset.injected_state is None:
+        return
+    if route is not None:
+        why = f"{route} resets whole sessions without injected states: inject one in a /ws session"
+    elif source.set_state is None:
+        why = (
+            "This server cannot start an episode from an injected state: serve it with "
+            "create_app(..., set_state=fn) (openenv-gym serve --set-state module:fn), where "
+            "fn(env, injected_state) sets the env's state after its reset and returns (observation, info)"
+        )
+    else:
+        return
+    raise validation_error(["injected_state"], why, reset.injected_state)
+
+
+def inject_state(source: EnvSource, env: Any, state: Any) -> tuple[Any, Any]:
+    """Run the server's ``set_state`` hook on ``env``: the observation and info it returns."""
+    assert source.set_state is not None
+    result = source.set_state(env, state)
+    if not isinstance(result, tuple) or len(result) != 2:
+        raise TypeError(
+            f"the set_state hook returned {type(result).__name__}: it returns (observation, info) "
+            f"of the injected state, as env.reset does"
+        )
+    return result
 
 
 def call_attribute(env: Any, name: str, args: list, kwargs: dict) -> Any:

@@ -57,6 +57,9 @@ class EnvSource:
     #: Set when the env is an EnvPool task: the pool factory (:mod:`openenv_gym.envpool`)
     #: from which the ``envpool`` backend builds a vector session's envs in one pool.
     pool: Any = None
+    #: The ``set_state`` hook of :func:`~openenv_gym.create_app`: applies a reset's
+    #: ``injected_state`` to a session's env (``None``: such resets are refused).
+    set_state: Callable[[Any, Any], tuple[Any, Any]] | None = None
 
     def make_isolated(self) -> Any:
         """Build a fresh environment for a session, in a process of its own

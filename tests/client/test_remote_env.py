@@ -115,6 +115,11 @@ def test_render_over_the_wire(encoding):
             assert env.render().startswith("position=")
 
 
+def test_repr_names_the_server(cartpole_url):
+    with openenv_gym.RemoteEnv(cartpole_url) as env:
+        assert repr(env) == f"<RemoteEnv {env.base_url}>"
+
+
 def test_reset_options_and_episode_id(cartpole_url):
     with openenv_gym.local_server(CompositeEnv) as url, openenv_gym.RemoteEnv(url) as env:
         obs, info = env.reset(seed=3, options={"length": 2, "episode_id": "mine"})

@@ -31,6 +31,7 @@ def probe_result(**overrides):
         ],
         "range_trajectories": [],
         "oracle_source": None,
+        "set_state": False,
     }
     return {**result, **overrides}
 

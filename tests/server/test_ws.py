@@ -100,5 +100,4 @@ def test_a_whole_game_has_no_tools():
     with openenv_gym.local_server("pettingzoo.classic.tictactoe_v3") as url:
         with connect(url.replace("http", "ws", 1) + "/agents") as sock:
             reply = ask(sock, {"type": "mcp", "data": {"jsonrpc": "2.0", "method": "tools/list", "id": 8}})
-            assert reply == {"type": "mcp", "data": {"jsonrpc": "2.0", "id": 8, "error": {
-                "code": -32603, "message": "Environment does not support MCP", "data": None}}}
+            assert reply == {"type": "mcp", "data": {"jsonrpc": "2.0", "id": 8, "result": {"tools": []}}}
