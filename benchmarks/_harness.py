@@ -125,6 +125,15 @@ def target_row(label: str, ratio: dict[str, Any]) -> str:
     return f"| {label} | ≥ {fmt(ratio['target'])}x | {measured} | {met} |"
 
 
+#: The pointer of the benchmark sections of docs/benchmarks.md to the A/B of ``bench_ab.py``.
+BEFORE_AFTER_NOTE = (
+    "Before/after comparisons of openenv-gym itself cannot use figures from another day: this VM's speed "
+    "drifts between runs by more than most changes gain or lose. [The A/B section]"
+    "(#ab-two-checkouts-of-openenv-gym-side-by-side) measures two revisions in one run (CartPole, single "
+    "env and batched N=64), with the official stack and SyncVectorEnv N=64 as anchors "
+    "(`python benchmarks/bench_ab.py --base REVISION`).")
+
+
 def percentile(sorted_values: Sequence[float], q: float) -> float | None:
     """Nearest-rank percentile of an already sorted sequence."""
     if not sorted_values:
@@ -220,11 +229,13 @@ def portable_text(text: str) -> str:
 
 # --------------------------------------------------------------- commands ----
 
-def python_env() -> dict[str, str]:
-    """This process's environment with ``benchmarks/`` first on ``PYTHONPATH``, so a child
-    process (server or client) can import the benchmark modules (``_envs``, ``_echo``...)."""
+def python_env(*first: str | Path) -> dict[str, str]:
+    """This process's environment with ``first``, then ``benchmarks/``, at the front of
+    ``PYTHONPATH``, so a child process (server or client) can import the benchmark modules
+    (``_envs``, ``_echo``...) and, given a checkout's root in ``first``, that checkout's
+    ``openenv_gym`` rather than the installed one."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(HERE), *filter(None, [env.get("PYTHONPATH")])])
+    env["PYTHONPATH"] = os.pathsep.join([*map(str, first), str(HERE), *filter(None, [env.get("PYTHONPATH")])])
     return env
 
 
@@ -465,10 +476,11 @@ class WorkerError(RuntimeError):
 
 
 class ClientWorker(ManagedProcess):
-    """A client subprocess (``_harness.py worker``) driven by JSON-lines requests."""
+    """A client subprocess (``_harness.py worker``) driven by JSON-lines requests;
+    ``env``: its environment (default :func:`python_env`)."""
 
-    def __init__(self, name: str, *, log_path: Path | None = None) -> None:
-        env = python_env()
+    def __init__(self, name: str, *, log_path: Path | None = None, env: dict[str, str] | None = None) -> None:
+        env = dict(env or python_env())
         env["PYTHONUNBUFFERED"] = "1"
         super().__init__(name, [sys.executable, str(HERE / "_harness.py"), "worker"], env=env,
                          cwd=HERE, log_path=log_path, pipes=True)
@@ -501,6 +513,33 @@ class ClientWorker(ManagedProcess):
                 if not chunk:
                     raise WorkerError(f"worker {self.name} exited; log tail:\n{tail(self.log_path)}")
                 self._buf += chunk
+
+    def measure(self, client: str, params: dict[str, Any], *, server: Server | None, window_s: float,
+                max_iters: int, warmup_s: float, warmup_iters: int) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Open ``client`` (``"module:Class"``) with ``params``, run one timed window
+        (:func:`run_window`; the server's CPU from ``server``'s PID) and close the client.
+
+        Returns what ``open()`` reported and the window's result. Raises :class:`WorkerError`
+        when the client fails (after closing it if the worker still runs) or when ``server``
+        died during the window.
+        """
+        opened = self.request({"op": "open", "client": client, "params": params,
+                               "server_pid": server.pid if server else None}, timeout=120)
+        try:
+            reply = self.request({"op": "window", "window_s": window_s, "max_iters": max_iters,
+                                  "warmup_s": warmup_s, "warmup_iters": warmup_iters},
+                                 timeout=window_s + warmup_s + 120)
+            self.request({"op": "close"}, timeout=60)
+        except WorkerError:
+            if self.alive():
+                with contextlib.suppress(WorkerError):
+                    self.request({"op": "close"}, timeout=10)
+            raise
+        if server is not None and not server.alive():
+            raise WorkerError(f"server {server.name} died; log tail:\n{tail(server.log_path)}")
+        result = dict(reply["result"])
+        result.pop("next_index", None)
+        return opened.get("info") or {}, result
 
     def stop(self, timeout: float = 5.0) -> None:
         if self.alive():

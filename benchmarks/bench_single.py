@@ -404,28 +404,19 @@ def measure_sizes(configs: list[Config], workers: dict, servers: dict, notes: li
 def run_one(cfg: Config, worker: H.ClientWorker, srv: H.Server, args: argparse.Namespace) -> dict | None:
     """open -> timed window -> close in the config's worker; None (cfg.error set) on failure."""
     try:
-        opened = worker.request({"op": "open", "client": cfg.client, "params": cfg.params(),
-                                 "server_pid": srv.pid}, timeout=60)
-        cfg.info = opened.get("info") or cfg.info
-        warmup_s = min(0.3, max(0.1, args.window / 5))
-        reply = worker.request({"op": "window", "window_s": args.window, "max_iters": cfg.max_iters,
-                                "warmup_s": warmup_s, "warmup_iters": 300},
-                               timeout=args.window + warmup_s + 60)
-        worker.request({"op": "close"}, timeout=20)
-        result = reply["result"]
-        result.pop("next_index", None)
-        if not srv.alive():
-            raise H.WorkerError(f"server {srv.name} died; log tail:\n{H.tail(srv.log_path)}")
-        return result
+        info, result = worker.measure(cfg.client, cfg.params(), server=srv, window_s=args.window,
+                                      max_iters=cfg.max_iters, warmup_s=window_warmup_s(args.window),
+                                      warmup_iters=300)
     except H.WorkerError as exc:
         cfg.error = str(exc)
-        with_close = worker.alive()
-        if with_close:
-            try:
-                worker.request({"op": "close"}, timeout=10)
-            except H.WorkerError:
-                pass
         return None
+    cfg.info = info or cfg.info
+    return result
+
+
+def window_warmup_s(window_s: float) -> float:
+    """Warm-up before a timed window of ``window_s``: a fifth of it, within 0.1-0.3 s."""
+    return min(0.3, max(0.1, window_s / 5))
 
 
 # ------------------------------------------------------------- results ----
@@ -526,6 +517,8 @@ def render_markdown(res: dict) -> str:
     L.append(f"Command: `{res['command']}` — {a['reps']} reps × {a['window_s']} s timed windows per "
              f"config (each also capped at 200,000 calls), reps interleaved; numbers are "
              f"median [min–max] over the reps.")
+    L.append("")
+    L.append(H.BEFORE_AFTER_NOTE)
     L.append("")
     L.append("Machine: " + H.format_machine(res["machine"]) + ".")
     L.append("")

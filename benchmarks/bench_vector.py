@@ -282,11 +282,8 @@ def main(argv: list[str] | None = None) -> int:
                 else:  # Gymnasium's vector envs, in the worker process
                     client, params = "bench_vector:VecClient", {"kind": kind, "env": env, "num_envs": n}
                 try:
-                    worker.request({"op": "open", "client": client, "params": params,
-                                    "server_pid": srv.pid if srv else None}, timeout=120)
-                    reply = worker.request({"op": "window", "window_s": args.window, "max_iters": 10 ** 6,
-                                            "warmup_s": 0.2, "warmup_iters": 50}, timeout=args.window + 120)
-                    worker.request({"op": "close"}, timeout=60)
+                    _, result = worker.measure(client, params, server=srv, window_s=args.window,
+                                               max_iters=10 ** 6, warmup_s=0.2, warmup_iters=50)
                 except H.WorkerError as exc:
                     errors[name] = str(exc).strip().splitlines()[-1]
                     results[name].append(None)
@@ -294,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
                     if not worker.alive():
                         worker = processes.add(H.ClientWorker("vector", log_path=LOG_DIR / "vector-client.log")).start()
                     continue
-                rate = reply["result"]["steps_per_s"] * n
+                rate = result["steps_per_s"] * n
                 results[name].append(rate)
                 H.progress(f"[{k + 1}/{total}] rep {rep + 1} {name:30s} {H.fmt(rate):>9s} env-steps/s")
     except H.GlobalTimeoutError as exc:
@@ -332,6 +329,8 @@ def render(data: dict, envs: list[str]) -> str:
         f"Command: `{data['command']}` ({data['reps']} reps x {data['window_s']} s windows, reps interleaved; "
         f"median [min–max]). Machine: {H.format_machine(data['machine'])}. Started {data['started'][:19]}, "
         f"load average {data['machine'].get('loadavg_at_start')}.",
+        "",
+        H.BEFORE_AFTER_NOTE,
         "",
         "Every client in its own process, every server another process on 127.0.0.1: client and server share "
         "the machine's cores. SyncVectorEnv, the anchor, steps the envs in the client process: no network, "

@@ -61,7 +61,7 @@ def _public_name(data: Mapping[str, Any], loc: list | None = None) -> str:
     return name
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Call(ClientMessage):
     """Call a public method (or read a public attribute) of every env of the session."""
 
@@ -87,7 +87,7 @@ class Call(ClientMessage):
         return {"type": "call", "data": {"name": self.name, "args": list(self.args), "kwargs": dict(self.kwargs)}}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class GetAttr(ClientMessage):
     """Read a public attribute of every env of the session."""
 
@@ -103,7 +103,7 @@ class GetAttr(ClientMessage):
         return {"type": "get_attr", "data": {"name": self.name}}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class SetAttr(ClientMessage):
     """Set a public attribute of every env of the session: ``values`` has one
     entry per env (on ``/vector``, one value stands for all)."""
@@ -126,7 +126,7 @@ class SetAttr(ClientMessage):
         return {"type": "set_attr", "data": data}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Values(ServerMessage):
     """One value per env (``types``: their type hints, on JSON)."""
 

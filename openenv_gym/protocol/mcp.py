@@ -116,7 +116,7 @@ class JsonRpcError(OpenEnvGymError):
         self.response = response
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Request:
     """One validated JSON-RPC request (``id`` is ``None`` for a notification)."""
 
@@ -142,7 +142,7 @@ def parse_request(payload: Any) -> Request:
     return Request(request_id, payload["method"], params or {})
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class JsonRpcMessage(ClientMessage):
     """One JSON-RPC request (or notification, or batch) on ``WS /mcp``: there is no
     OpenEnv envelope there, the frame is the request."""
@@ -155,7 +155,7 @@ class JsonRpcMessage(ClientMessage):
         return self.payload
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class JsonRpcReply(ServerMessage):
     """A JSON-RPC response on ``WS /mcp``: the frame is the response."""
 

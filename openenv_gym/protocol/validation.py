@@ -76,7 +76,7 @@ def _secret(data: dict, key: str) -> str:
     return secret
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ValidationOpen(ClientMessage):
     """Open the session's telemetry with the server's validation token (the first message)."""
 
@@ -93,7 +93,7 @@ class ValidationOpen(ClientMessage):
         return {"type": "validation_open", "data": {"schema_version": self.schema_version, "token": self.token}}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ValidationRead(ClientMessage):
     """Read the session's telemetry with the capability ``validation_open`` answered."""
 
@@ -113,7 +113,7 @@ class ValidationRead(ClientMessage):
         }
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ValidationOpened(ServerMessage):
     """The answer to ``validation_open``: the capability that reads this session's telemetry."""
 
@@ -129,7 +129,7 @@ class ValidationOpened(ServerMessage):
         return {"type": "validation_open", "data": {"schema_version": TELEMETRY_VERSION, "capability": self.capability}}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ValidationSnapshot(ServerMessage):
     """The answer to ``validation_read``: the seed report, and the session's record of its
     ``reset``, ``step`` and ``state`` exchanges (``complete`` false once it was capped).

@@ -125,7 +125,7 @@ def autoreset_mode(value: AutoresetLike) -> AutoresetMode:
 # -- client -> server ----------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class VectorOpen(ClientMessage):
     """The first message: open a vector env of ``num_envs`` envs."""
 
@@ -150,7 +150,7 @@ class VectorOpen(ClientMessage):
         return {"type": "vector_open", "data": {"num_envs": self.num_envs, "autoreset_mode": self.autoreset_mode.value}}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class VectorReset(ClientMessage):
     """Reset all envs (or those of ``options["reset_mask"]``): ``seed`` is one int
     (env ``i`` gets ``seed + i``), a list with one per env, or ``None``."""
@@ -183,7 +183,7 @@ class VectorReset(ClientMessage):
         return {"type": "reset", "data": data}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class VectorStep(ClientMessage):
     """Step every env: ``actions`` is a value of the batched action space."""
 
@@ -218,7 +218,7 @@ VECTOR_MESSAGES: Mapping[str, type[ClientMessage]] = {
 # -- server -> client ----------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class VectorOpened(ServerMessage):
     """The vector env is open: its size, autoreset mode and backend."""
 
@@ -245,7 +245,7 @@ class VectorOpened(ServerMessage):
         }
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class VectorObservation(ServerMessage):
     """A batch's observations and infos; after a step also its rewards,
     terminations and truncations (``None`` after a reset)."""

@@ -22,7 +22,6 @@ frames, ``POST /mcp`` for a session that outlives its socket) are answered by
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import queue
 import threading
@@ -106,10 +105,6 @@ def _thread_usage() -> tuple[float, int] | None:
     return usage.ru_utime + usage.ru_stime, usage.ru_nvcsw
 
 
-#: The lock of a session that only its own socket uses (:attr:`EnvHost.lock`).
-_UNLOCKED = contextlib.nullcontext()
-
-
 class EnvCaller:
     """Runs one session's env calls inline or on its own worker thread.
 
@@ -188,7 +183,7 @@ class EnvCaller:
         if self._inline:
             auto = self.execution == "auto"
             usage = _thread_usage() if auto else None
-            deadline = self._deadline_keeper()
+            deadline = self._deadline or self._deadline_keeper()
             start = time.perf_counter()
             if deadline is not None:
                 deadline.begin(self.inline_deadline)  # type: ignore[arg-type]
@@ -414,14 +409,18 @@ class EnvHost:
         """The reply to one message (never ``close``; ``None`` for a JSON-RPC
         notification, which gets none), and the seconds its env calls took (not
         counting any wait for the session's thread)."""
-        async with self.lock or _UNLOCKED:
-            self.busy = True
-            self.touch()
-            self.call.seconds = 0.0
-            try:
-                return await self.handle(message), self.call.seconds
-            finally:
-                self.busy = False
+        lock = self.lock
+        if lock is not None:
+            await lock.acquire()
+        self.busy = True
+        self.touch()
+        self.call.seconds = 0.0
+        try:
+            return await self.handle(message), self.call.seconds
+        finally:
+            self.busy = False
+            if lock is not None:
+                lock.release()
 
     async def handle(self, message: ClientMessage) -> ServerMessage | None:
         raise NotImplementedError
