@@ -35,7 +35,12 @@ code fall apart in this run, the noise to read head / base against.
 Schedule: ``--reps`` rounds; each runs every config once, starting one config later
 each round, and for ours the three sides back to back, starting one side later each
 round. A config whose windows ran while other processes used more than 0.25 cores is
-measured again, all sides (``--retries``, within ``--retry-budget``).
+measured again, all sides (``--retries``, within ``--retry-budget``). Every round starts
+with fresh servers and client processes for every side, started in an order that
+rotates: a process's own layout (its hash seed, its addresses) and its place in the
+start order would otherwise favour one side for the whole run (two runs of the same
+code, each keeping its processes, came out 10-20% apart, the side started later the
+cheaper one).
 
 Writes ``benchmarks/results/ab.json`` (every window) and the ``ab`` section of
 ``docs/benchmarks.md`` (not with ``--no-doc``, nor after a global timeout). Server
@@ -327,7 +332,11 @@ def run_rounds(args: argparse.Namespace, servers: dict[str, H.Server], workers: 
     schedule = list(H.interleaved(CONFIGS, args.reps))
     per_config_s = len(SIDES) * (args.window + bench_single.window_warmup_s(args.window) + 1.0)
     retry_spent = 0.0
+    fresh_for = 0
     for k, (rep, cfg) in enumerate(schedule):
+        if rep != fresh_for:
+            restart_sides(servers, workers, rep)
+            fresh_for = rep
         keys = cfg.keys(rep)
         windows = measure_config(cfg, keys, args, servers, workers, errors)
         discarded: list[float] = []
@@ -354,6 +363,26 @@ def run_rounds(args: argparse.Namespace, servers: dict[str, H.Server], workers: 
                        f"cpu cli/srv {H.fmt(window['client_cpu_us_per_step'])}/"
                        f"{H.fmt(window['server_cpu_us_per_step'])} µs/step"
                        + (f"  (other load {load:.2f} cores)" if load > 0.1 else ""))
+
+
+def restart_sides(servers: dict[str, H.Server], workers: dict[str, H.ClientWorker], rep: int) -> None:
+    """New server and client processes for every side, started in an order that moves
+    one side on each round (the anchors' processes carry on)."""
+    order = SIDES[rep % len(SIDES):] + SIDES[:rep % len(SIDES)]
+    restarted: dict[str, H.Server] = {}
+    for side in order:
+        for key, srv in servers.items():
+            if key.endswith(f"/{side}"):
+                srv.stop()
+                restarted[key] = srv.start()
+        for key, worker in workers.items():
+            if key.endswith(f"/{side}"):
+                worker.stop()
+                worker.start()
+    for key, srv in restarted.items():
+        if not srv.wait_ready(60.0):
+            raise RuntimeError(f"server {key} ({' '.join(H.portable_argv(srv.argv))}) failed: {srv.error}")
+    H.progress(f"round {rep + 1}: fresh processes, started {' → '.join(order)}")
 
 
 def _other_load(windows: dict[str, dict | None]) -> float:

@@ -7,6 +7,8 @@
     $ openenv-gym kit CartPole-v1 --out my_package     # an RFC 008 validation kit
     $ openenv-gym kit wrappers/cartpole                # ... written into a package
     $ openenv-gym check wrappers/cartpole              # upstream's graders, then ours
+    $ openenv-gym check CartPole-v1                    # ... on a kit generated on the fly
+    $ openenv-gym check http://127.0.0.1:8000          # ... what can be checked on any server
 
 SIGINT and SIGTERM stop the server cleanly: open sessions get a close frame
 and their environments are closed.
@@ -81,15 +83,22 @@ def _add_check(commands: Any) -> None:
     check = commands.add_parser(
         "check",
         help="run upstream's validation graders without Docker, then the semantic checks upstream lacks",
-        description="Check a package directory holding a validation kit (see `openenv-gym kit`): upstream's "
-        "static and runtime graders through a local provider, then episode_determinism, oracle_max, "
-        "floor_gap, canary_floor, replayability, reward hacking probes and a learnability probe.",
+        description="Check TARGET: upstream's static and runtime graders through a local provider, then "
+        "episode_determinism, episode_isolation, oracle_max, floor_gap, canary_floor, replayability, "
+        "no_solution_leakage, resource_envelope, reward hacking probes, a learnability probe and throughput. "
+        "A package directory is checked with its validation kit (see `openenv-gym kit`); for a Gymnasium id, "
+        "module:factory or PettingZoo module the kit is generated into a temporary directory first; at the "
+        "URL of a running OpenEnv server, what needs a kit or a server of our own SKIPs, saying why.",
     )
-    check.add_argument("target", metavar="PACKAGE", help="package directory with openenv.yaml and validation/")
+    check.add_argument("target", metavar="TARGET", help=f"{_TARGET_HELP}, or the URL of an OpenEnv server")
     check.add_argument("--json", metavar="FILE", default=None, help="also write the report as JSON (upstream's shape)")
     check.add_argument("--markdown", metavar="FILE", default=None,
                        help="also write the report as Markdown, with its plots in FILE's stem .png (matplotlib)")
     check.add_argument("--skip-upstream", action="store_true", help="run only openenv-gym's checks")
+    check.add_argument("--env-kwargs", type=_json_object, default=None, metavar="JSON",
+                       help="keyword arguments for gym.make or the factory, as a JSON object (not for a package)")
+    check.add_argument("--oracle", metavar="MODULE:POLICY", default=None,
+                       help="oracle policy(obs, info, mask) -> action of a generated kit (not for a package)")
 
 
 def _add_serve(commands: Any) -> None:
@@ -310,7 +319,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .kit.checks import main as check_main
 
         return check_main(args.target, json_path=args.json, markdown_path=args.markdown,
-                          upstream=not args.skip_upstream)
+                          upstream=not args.skip_upstream, env_kwargs=args.env_kwargs, oracle=args.oracle)
     return _serve(args)
 
 

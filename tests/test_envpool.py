@@ -212,6 +212,31 @@ def test_served_pool_matches_the_pool_in_process_step_for_step(envpool_url, mode
         ref.close()
 
 
+def test_envs_spread_over_servers_carry_their_ids_in_the_vector_env(envpool_url):
+    """Each server's pool numbers its own envs from 0; ``infos["env_id"]`` gives
+    the vector env's ids, in lockstep steps as in partial batches."""
+    servers = [envpool_url, envpool_url]  # two sessions, two pools
+    envs = openenv_gym.RemoteVectorEnv(servers, N, mode="batched")
+    try:
+        assert_same(envs.reset(seed=0)[1]["env_id"], np.arange(N, dtype=np.int32))
+        for _ in range(3):
+            assert_same(envs.step(np.ones(N, dtype=np.int64))[4]["env_id"], np.arange(N, dtype=np.int32))
+    finally:
+        envs.close()
+    halves = openenv_gym.RemoteVectorEnv(servers, N, mode="batched", batch_size=N // 2)
+    try:
+        halves.async_reset(seed=0)
+        seen = []
+        for _ in range(4):
+            *_, infos = halves.recv()
+            assert infos["env_id"].tolist() in ([0, 1], [2, 3])
+            seen.append(infos["env_id"].tolist())
+            halves.send(np.ones(N // 2, dtype=np.int64), infos["env_id"])
+        assert [0, 1] in seen and [2, 3] in seen
+    finally:
+        halves.close()
+
+
 def test_a_pool_factory_serves_as_a_task_id_does():
     factory = functools.partial(envpool.make, TASK, env_type="gymnasium")
     with openenv_gym.local_server(factory) as url:

@@ -28,6 +28,7 @@ from websockets.typing import Subprotocol
 from ..errors import CLOSING_ERRORS, ConnectionClosedError, MessageTimeoutError, ProtocolMismatchError, RemoteError
 from ..protocol import WS_REPLIES, ClientMessage, Close, Codec, ServerMessage, is_loopback
 from .connection import ws_url
+from .loop import reply_on
 from .options import ConnectOptions
 from .session import RemoteSession, Replies, negotiated_codec, read_reply
 
@@ -131,11 +132,13 @@ class AsyncSession:
 
 class BlockingSession:
     """The :class:`AsyncSession` interface over a blocking
-    :class:`~openenv_gym.client.session.RemoteSession`.
+    :class:`~openenv_gym.client.session.RemoteSession`, for
+    :class:`~openenv_gym.client.loop.InlineRunner`.
 
-    Its coroutines never suspend, so :class:`~openenv_gym.client.loop.InlineRunner`
-    drives them in the caller's thread: no event loop and no thread hand-off
-    per message, which is most of a round trip's cost for one lockstep batch.
+    ``request`` sends at once and suspends its coroutine until the reply has
+    come (:func:`~openenv_gym.client.loop.reply_on`): the runner waits for the
+    replies of all its sessions together, in the caller's thread, with no event
+    loop and no thread hand-off per message.
     """
 
     def __init__(self, session: RemoteSession) -> None:
@@ -144,7 +147,15 @@ class BlockingSession:
         self.codec = session.codec
 
     async def request(self, message: ClientMessage) -> ServerMessage:
-        return self.session.request(message)
+        session = self.session
+        session.send_request(message)
+        timeout = session.options.message_timeout
+        if not await reply_on(session.connection, timeout):
+            # The reply may still come and would then answer the next request:
+            # a timed-out connection is out of step, so it is dropped.
+            self.drop()
+            raise MessageTimeoutError(f"No message from {self.url} within {timeout} s")
+        return session.receive()
 
     async def close(self) -> None:
         self.session.close()

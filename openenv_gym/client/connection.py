@@ -25,6 +25,7 @@ spends minutes on a gradient update does not lose its session.
 from __future__ import annotations
 
 import json
+import math
 import os
 import select
 import socket
@@ -34,7 +35,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from websockets.client import ClientProtocol
@@ -49,7 +50,7 @@ from ..errors import ConnectionClosedError, MessageTimeoutError
 from ..protocol import PROCESS_HEADER, PROCESS_TOKEN, is_loopback
 from .options import ConnectOptions
 
-__all__ = ["Connection", "ws_url", "http_url", "get_json"]
+__all__ = ["Connection", "wait_for_messages", "ws_url", "http_url", "get_json"]
 
 _RECV_BYTES = 1 << 18
 
@@ -60,6 +61,13 @@ LOOPBACK_BUSY_POLL = 0.001
 #: waiting at the same time block, so threads never take turns spinning on
 #: the GIL and one process never keeps more than one core busy waiting.
 _POLLING = threading.Lock()
+
+#: Seconds without traffic after which a connection's keepalive thread watches its socket.
+_QUIET = 0.05
+
+#: What :func:`wait_for_messages` waits with: ``poll(2)`` where there is one
+#: (no descriptor to create per wait, no limit on descriptor numbers).
+_poll = getattr(select, "poll", None)
 
 
 def ws_url(base_url: str, path: str = "/ws") -> str:
@@ -313,6 +321,24 @@ class Connection:
                 self._check_open()
             self._last_io = time.monotonic()
 
+    def _read_available(self) -> None:
+        """Read what the socket holds without waiting for more (select found it readable)."""
+        self._sock.settimeout(0)
+        try:
+            data = self._sock.recv(_RECV_BYTES)
+        except (TimeoutError, BlockingIOError, ssl.SSLWantReadError):
+            return  # a TLS record still incomplete: the next wait reads it
+        except OSError as exc:
+            self._lost(exc)
+            return
+        finally:
+            _blocking_again(self._sock)
+        self._feed(data)
+
+    def _ready(self) -> bool:
+        """A message to read, or none ever again (closed or lost: reading raises why)."""
+        return bool(self._pending) or self.closed
+
     def _feed(self, data: bytes) -> None:
         if data:
             self._protocol.receive_data(data)
@@ -361,9 +387,18 @@ class Connection:
     def _keepalive(self) -> None:
         """While nobody uses the connection: answer the server's pings as they
         arrive (a server may drop a peer that takes longer than its ping timeout),
-        and ping the server every ``ping_interval`` seconds of silence."""
+        and ping the server every ``ping_interval`` seconds of silence.
+
+        It watches the socket only after :data:`_QUIET` seconds without traffic:
+        until then the caller reads what comes, and a reply it awaits should
+        not wake this thread too (a wake-up and a turn of the GIL per message).
+        """
         tick = min(self._ping_interval / 2, 1.0) if self._ping_interval else 1.0
         while not self._closed.is_set():
+            quiet = time.monotonic() - self._last_io
+            if quiet < _QUIET:
+                self._closed.wait(_QUIET - quiet)
+                continue
             try:
                 select.select([self._sock], [], [], tick)
             except (OSError, ValueError):
@@ -385,17 +420,7 @@ class Connection:
     def _service_idle(self) -> None:
         readable, _, _ = select.select([self._sock], [], [], 0)
         if readable:
-            self._sock.settimeout(0)
-            try:
-                data = self._sock.recv(_RECV_BYTES)
-            except (TimeoutError, BlockingIOError):
-                data = None
-            except OSError as exc:
-                self._lost(exc)
-                return
-            _blocking_again(self._sock)
-            if data is not None:
-                self._feed(data)
+            self._read_available()
         now, interval = time.monotonic(), self._ping_interval
         if self._ping_sent_at is not None:
             if self._ping_timeout and now - self._ping_sent_at > self._ping_timeout:
@@ -406,6 +431,62 @@ class Connection:
             self._protocol.send_ping(os.urandom(4))
             self._ping_sent_at = now
             self._flush()
+
+
+def wait_for_messages(connections: Sequence[Connection], timeout: float | None) -> list[Connection]:
+    """Wait until some of ``connections`` have a message to read, or will never
+    have one (closed or lost: reading raises why), for at most ``timeout``
+    seconds (``None``: no limit); those connections (none after the timeout).
+
+    One thread waits for replies from many servers at once this way, with one
+    ``poll(2)`` per wait. A single connection that busy-polls polls first, as
+    :meth:`Connection.recv` does; several are never polled (a caller waiting for
+    several servers leaves the cores to them). Each connection's lock is held
+    meanwhile, so that its keepalive thread cannot take a reply unseen.
+    """
+    for connection in connections:
+        connection._lock.acquire()
+    try:
+        ready = [c for c in connections if c._ready()]
+        if ready:
+            return ready
+        if len(connections) == 1:
+            only = connections[0]
+            window = only._busy_poll if timeout is None else min(only._busy_poll, timeout)
+            if window > 0:
+                _recorded(lambda: only._poll(window))
+                if only._ready():
+                    return [only]
+        for connection in _readable(connections, timeout):
+            _recorded(connection._read_available)
+        return [c for c in connections if c._ready()]
+    finally:
+        for connection in connections:
+            connection._lock.release()
+
+
+def _readable(connections: Sequence[Connection], timeout: float | None) -> list[Connection]:
+    """The connections whose sockets have something to read within ``timeout`` seconds."""
+    if _poll is None:  # no poll(2) (Windows): select(2)
+        sockets = {c._sock: c for c in connections}
+        return [sockets[s] for s in select.select(list(sockets), [], [], timeout)[0]]
+    poller = _poll()
+    by_fd = {}
+    for connection in connections:
+        fd = connection._sock.fileno()
+        by_fd[fd] = connection
+        poller.register(fd, select.POLLIN)
+    events = poller.poll(None if timeout is None else math.ceil(timeout * 1000))
+    return [by_fd[fd] for fd, _ in events]
+
+
+def _recorded(read: Callable[[], None]) -> None:
+    """Run ``read``, which may answer the peer (a pong, a close) and find the
+    connection lost: the connection keeps the error, and reading raises it."""
+    try:
+        read()
+    except (ConnectionClosedError, MessageTimeoutError):
+        pass
 
 
 def _handshake(

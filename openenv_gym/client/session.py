@@ -81,14 +81,19 @@ class RemoteSession:
 
     def request(self, message: ClientMessage) -> ServerMessage:
         """Send ``message`` and return the server's reply."""
+        self.send_request(message)
+        return self.receive()
+
+    def send_request(self, message: ClientMessage) -> None:
+        """Send ``message``, whose reply :meth:`receive` reads. A connection that
+        closed with a message left to read is no error yet: a refused session
+        (capacity, factory) sends an error frame and closes, and the frame may
+        be all that is left to read."""
         try:
             self.send(message)
         except ConnectionClosedError:
-            # A refused session (capacity, factory) sends an error frame and
-            # closes; the frame may be all that is left to read.
             if not self.connection.pending:
                 raise
-        return self.receive()
 
     def send(self, message: ClientMessage) -> None:
         self.connection.send(self.codec.encode(message.to_wire()))

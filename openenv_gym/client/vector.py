@@ -194,8 +194,9 @@ class RemoteVectorEnv(VectorEnv):
             ``SyncVectorEnv``) or read-only views of the received frames.
         options: how to connect (:class:`~openenv_gym.client.options.ConnectOptions`);
             keyword arguments of the same names override it. ``busy_poll``
-            applies to batched mode with one server, whose lockstep
-            connection is driven from the calling thread. With ``reconnect``,
+            applies to batched mode, whose connections are driven from the
+            calling thread: it polls while it waits for one server's reply,
+            never while it waits for several. With ``reconnect``,
             the envs of a lost connection (one env in sessions mode, all envs
             of that server in batched mode) end their episode in that step
             with ``truncated=True``, reward 0, their last observation and
@@ -258,12 +259,17 @@ class RemoteVectorEnv(VectorEnv):
         #: Each env's seed, as far as this client set it (-1: the server env's own).
         self._env_seeds = [-1] * num_envs
         self._ready: deque[Batch | BaseException] = deque()
-        self._ready_event: asyncio.Event | None = None
-        self._units = self._open_units(plan)
+        try:
+            self._units = self._open_units(plan)
+        except BaseException:
+            self.close_extras()  # the runner (a loop thread in sessions mode)
+            raise
         #: The unit (server session) stepping each env.
         self._unit_of = np.empty(num_envs, dtype=np.int64)
         for index, unit in enumerate(self._units):
             self._unit_of[unit.env_ids] = index
+        #: The env ids of each unit: ``range(*self._blocks[unit])``.
+        self._blocks = [(int(unit.env_ids[0]), int(unit.env_ids[-1]) + 1) for unit in self._units]
 
     # -- planning ---------------------------------------------------------------
 
@@ -332,61 +338,42 @@ class RemoteVectorEnv(VectorEnv):
     # -- opening --------------------------------------------------------------
 
     def _open_units(self, plan: _Plan) -> list[Unit]:
-        """Open the units of ``plan``: with one batched server, one lockstep session
-        driven from this thread over a blocking connection (no event loop thread to
-        hand each step to); otherwise every unit on a background event loop."""
-        if plan.mode == "batched" and len(plan.urls) == 1:
-            self._loop = InlineRunner()
-            self._ready_event = asyncio.Event()
-            return [self._open_inline(plan.contracts[0], self._recovery(self._loop))]
-        self._loop = LoopThread(plan.urls[0])
-        return self._loop.run(self._open(plan, self._recovery(self._loop)))
-
-    def _recovery(self, runner: LoopThread | InlineRunner) -> Recovery | None:
-        return None if self.reconnect is None else Recovery(self.reconnect, runner.sleep)
-
-    def _open_inline(self, contract: Contract, recovery: Recovery | None) -> VectorUnit:
-        async def blocking(url: str) -> BlockingSession:
-            return BlockingSession(RemoteSession(url, self.options, path=wire.VECTOR_PATH, replies=_VECTOR_REPLIES))
-
-        connect = _Connector(self.base_urls[0], self.reconnect, blocking)
-        unit = VectorUnit(connect, contract, np.arange(self.num_envs), self.autoreset_mode, recovery)
-        try:
-            InlineRunner().run(unit.open())
-        except CapacityReachedError as error:
-            raise self._capacity_error(0, error, [self.num_envs]) from error
-        return unit
-
-    async def _open(self, plan: _Plan, recovery: Recovery | None) -> list[Unit]:
-        self._ready_event = asyncio.Event()
+        """Open the units of ``plan``. Batched: one session per server over a
+        blocking connection, all driven from this thread (:class:`InlineRunner`:
+        no event loop thread to hand each message to, and the replies of several
+        servers awaited together). Sessions mode: every env's session on a
+        background event loop (:class:`LoopThread`)."""
         batched = plan.mode == "batched"
-        path, replies = (wire.VECTOR_PATH, _VECTOR_REPLIES) if batched else ("/ws", _SESSION_REPLIES)
+        if batched:
+            self._loop = InlineRunner()
+
+            async def opener(url: str) -> Session:
+                return BlockingSession(RemoteSession(url, self.options, path=wire.VECTOR_PATH, replies=_VECTOR_REPLIES))
+        else:
+            self._loop = LoopThread(plan.urls[0])
+            opener = functools.partial(AsyncSession.open, options=self.options, path="/ws", replies=_SESSION_REPLIES)
+        recovery = None if self.reconnect is None else Recovery(self.reconnect, self._loop.sleep)
         blocks: list[tuple[int, np.ndarray]] = []  # (server, env ids) per unit
         start = 0
         for server, size in enumerate(plan.sizes):
             ids = np.arange(start, start + size)
             start += size
             blocks.extend([(server, ids)] if batched else [(server, ids[i:i + 1]) for i in range(size)])
-
-        opener = functools.partial(AsyncSession.open, options=self.options, path=path, replies=replies)
-
-        async def open_unit(server: int, ids: np.ndarray) -> Unit:
-            connect = _Connector(plan.urls[server], self.reconnect, opener)
-            kind = VectorUnit if batched else SessionUnit
-            unit: Unit = kind(connect, plan.contracts[server], ids, self.autoreset_mode, recovery)
-            await unit.open()
-            return unit
-
-        tasks = [asyncio.ensure_future(open_unit(server, ids)) for server, ids in blocks]
-        await asyncio.wait(tasks)
-        units = [t.result() for t in tasks if not t.exception()]
-        errors = [(server, t.exception()) for (server, _), t in zip(blocks, tasks) if t.exception()]
+        kind = VectorUnit if batched else SessionUnit
+        units: list[Unit] = [
+            kind(_Connector(plan.urls[server], self.reconnect, opener), plan.contracts[server], ids,
+                 self.autoreset_mode, recovery)
+            for server, ids in blocks
+        ]
+        outcomes = self._loop.settle([unit.open() for unit in units])
+        errors = [(server, e) for (server, _), e in zip(blocks, outcomes) if isinstance(e, BaseException)]
         if errors:
-            await asyncio.gather(*(u.close() for u in units), return_exceptions=True)
+            opened = [u for u, e in zip(units, outcomes) if not isinstance(e, BaseException)]
+            self._loop.settle([u.close() for u in opened])
             capacity = [(server, e) for server, e in errors if isinstance(e, CapacityReachedError)]
             if capacity:
                 raise self._capacity_error(*capacity[0], plan.sizes) from capacity[0][1]
-            raise errors[0][1]  # type: ignore[misc]  # t.exception() is not None here
+            raise errors[0][1]
         return units
 
     def _capacity_error(self, server: int, error: CapacityReachedError, sizes: list[int]) -> CapacityReachedError:
@@ -418,14 +405,10 @@ class RemoteVectorEnv(VectorEnv):
         self._drain("reset")
         seeds, options, mask = self._reset_args(seed, options)
 
-        async def reset_all() -> Batch:
-            return concat_batches(self.single_observation_space, await self._gather([
-                unit.reset([seeds[i] for i in unit.env_ids], options,
-                           None if mask is None else mask[unit.env_ids])
-                for unit in self._units
-            ]))
-
-        batch = runner.run(reset_all())
+        batch = concat_batches(self.single_observation_space, runner.gather([
+            unit.reset([seeds[i] for i in unit.env_ids], options, None if mask is None else mask[unit.env_ids])
+            for unit in self._units
+        ]))
         return self._copy(batch.obs), batch.infos
 
     def _reset_args(
@@ -461,21 +444,20 @@ class RemoteVectorEnv(VectorEnv):
         space = self.single_action_space
         check_batch(space, actions, self.num_envs)
 
-        async def step_all() -> Batch:
-            units = self._units
-            if len(units) == 1:
-                return await units[0].step(space, actions, None)
-            return concat_batches(self.single_observation_space, await self._gather(
+        units = self._units
+        if len(units) == 1:
+            batch = runner.run(units[0].step(space, actions, None))
+        else:
+            batch = concat_batches(self.single_observation_space, runner.gather(
                 [unit.step(space, actions, unit.env_ids) for unit in units]
             ))
-
-        return self._output(runner.run(step_all()), with_ids=False)
+        return self._output(batch, with_ids=False)
 
     def render(self) -> tuple[Any, ...] | None:
         """The frames of every env (``None`` when the server has no render mode)."""
         if self.render_mode is None:
             return None
-        frames = self._live().run(self._gather([unit.render() for unit in self._units]))
+        frames = self._live().gather([unit.render() for unit in self._units])
         return tuple(f for unit_frames in frames for f in unit_frames)
 
     def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
@@ -495,9 +477,9 @@ class RemoteVectorEnv(VectorEnv):
             per_env = list(values)
         else:
             per_env = [values] * self.num_envs
-        self._live().run(self._gather([
+        self._live().gather([
             unit.call(wire.SetAttr(name, [per_env[i] for i in unit.env_ids])) for unit in self._units
-        ]))
+        ])
 
     @property
     def np_random_seed(self) -> tuple[int, ...]:  # type: ignore[override]  # SyncVectorEnv: one per env
@@ -509,7 +491,7 @@ class RemoteVectorEnv(VectorEnv):
         return tuple(self._env_seeds)
 
     def _forward(self, message: Any) -> tuple[Any, ...]:
-        results = self._live().run(self._gather([unit.call(message) for unit in self._units]))
+        results = self._live().gather([unit.call(message) for unit in self._units])
         return tuple(r for unit_results in results for r in unit_results)
 
     # -- partial batches (EnvPool's send / recv) --------------------------------
@@ -517,45 +499,55 @@ class RemoteVectorEnv(VectorEnv):
     def send(self, actions: Any, env_ids: Sequence[int] | np.ndarray | None = None) -> None:
         """Start stepping the envs ``env_ids`` (default: all) with ``actions``
         (batched in the order of ``env_ids``); returns at once. Collect the
-        results with :meth:`recv`."""
-        ids = np.arange(self.num_envs) if env_ids is None else np.asarray(env_ids, dtype=np.int64).reshape(-1)
-        if ids.size == 0 or ids.min() < 0 or ids.max() >= self.num_envs or len(np.unique(ids)) != len(ids):
-            raise ValueError(f"env_ids must be distinct env ids in [0, {self.num_envs}), not {env_ids!r}")
-        actions = deepcopy(actions)  # the caller may reuse its buffer before the envs read it
-        position = {int(e): p for p, e in enumerate(ids)}
+        results with :meth:`recv`.
+
+        In batched mode the actions are on their way when it returns (the
+        caller's buffer is free again), and no thread or event loop is
+        involved: :meth:`recv` waits for every server's reply at once.
+        """
+        runner = self._live()
+        n = self.num_envs
+        ids = np.arange(n) if env_ids is None else np.asarray(env_ids).reshape(-1)
+        if ids.size == 0 or ids.dtype.kind not in "iu" or (low := ids.min()) < 0 or (high := ids.max()) >= n:
+            raise ValueError(f"env_ids must be distinct env ids in [0, {n}), not {env_ids!r}")
+        position = np.full(n, -1, dtype=np.int64)  # each env's entry in actions (-1: none)
+        position[ids] = np.arange(ids.size)
         plan = []
-        for index in map(int, np.unique(self._unit_of[ids])):
+        covered = 0
+        for index in range(self._unit_of[low], self._unit_of[high] + 1):  # units hold blocks of env ids, in order
+            start, stop = self._blocks[index]
+            rows = position[start:stop]
+            if rows.max() < 0:
+                continue  # none of its envs
             unit = self._units[index]
             if index in self._inflight:
                 raise ValueError(f"envs {unit.env_ids.tolist()} are still stepping: recv() them first")
-            if not all(int(e) in position for e in unit.env_ids):
+            if rows.min() < 0:
                 raise ValueError(
                     f"envs {unit.env_ids.tolist()} share one batched server session and are "
                     f"stepped together: send actions for all of them at once"
                 )
-            plan.append((index, np.array([position[int(e)] for e in unit.env_ids])))
+            plan.append((index, rows))
+            covered += rows.size
+        if covered != ids.size:  # every id is in a unit of the plan: some came twice
+            raise ValueError(f"env_ids must be distinct env ids in [0, {n}), not {env_ids!r}")
+        if isinstance(runner, LoopThread):  # the steps read the actions later, on the loop
+            actions = deepcopy(actions)  # the caller may reuse its buffer before then
         space = self.single_action_space
-
-        async def dispatch() -> None:
-            for index, rows in plan:
-                self._start(index, self._units[index].step(space, actions, rows))
-
-        self._live().run(dispatch())
+        for index, rows in plan:
+            self._start(index, self._units[index].step(space, actions, rows))
 
     def async_reset(self, *, seed: int | Sequence[int | None] | None = None,
                     options: dict[str, Any] | None = None) -> None:
         """Reset every env in the background, like EnvPool's ``async_reset``:
         :meth:`recv` then returns the reset observations, ``batch_size`` at a time."""
-        runner = self._live()
+        self._live()
         self._drain("async_reset")
         seeds, options, mask = self._reset_args(seed, options)
 
-        async def dispatch() -> None:
-            for index, unit in enumerate(self._units):
-                rows = None if mask is None else mask[unit.env_ids]
-                self._start(index, unit.reset([seeds[i] for i in unit.env_ids], options, rows))
-
-        runner.run(dispatch())
+        for index, unit in enumerate(self._units):
+            rows = None if mask is None else mask[unit.env_ids]
+            self._start(index, unit.reset([seeds[i] for i in unit.env_ids], options, rows))
 
     def recv(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """The first ``batch_size`` envs to answer, with their ids in ``info["env_id"]``."""
@@ -563,36 +555,32 @@ class RemoteVectorEnv(VectorEnv):
 
     def _collect(self, n: int, timeout: float | None, *, in_order: bool = False) -> Batch:
         """The first ``n`` envs to answer (in env order with ``in_order``),
-        waiting ``timeout`` seconds (``message_timeout`` when ``None``) for each."""
+        waiting at most ``timeout`` seconds (``message_timeout`` when ``None``)."""
         limit = self.message_timeout if timeout is None else timeout
 
-        async def collect() -> Batch:
-            assert self._ready_event is not None
-            while sum(len(b) for b in self._ready if isinstance(b, Batch)) < n and not self._failed():
-                in_flight = sum(self._units[i].size for i in self._inflight)
-                ready = sum(len(b) for b in self._ready if isinstance(b, Batch))
-                if ready + in_flight < n:
-                    raise ValueError(
-                        f"recv() returns {n} envs but only {ready + in_flight} were sent; "
-                        f"send() actions for more envs first"
-                    )
-                self._ready_event.clear()
-                try:
-                    await asyncio.wait_for(self._ready_event.wait(), limit)
-                except asyncio.TimeoutError:
-                    kind = MessageTimeoutError if timeout is None else WaitTimeoutError
-                    raise kind(f"no env answered within {limit} s") from None
-            batches: list[Batch] = []
-            while sum(len(b) for b in batches) < n:
-                item = self._ready.popleft()
-                if isinstance(item, BaseException):
-                    raise item
-                batches.append(item)
-            if in_order:
-                batches.sort(key=lambda b: int(b.env_ids[0]))
-            return concat_batches(self.single_observation_space, batches)
+        def enough() -> bool:
+            ready = sum(len(b) for b in self._ready if isinstance(b, Batch))
+            if ready >= n or self._failed():
+                return True
+            if ready + sum(self._units[i].size for i in self._inflight) < n:
+                raise ValueError(
+                    f"recv() returns {n} envs but only {ready + sum(self._units[i].size for i in self._inflight)} "
+                    f"were sent; send() actions for more envs first"
+                )
+            return False
 
-        return self._live().run(collect())
+        if not self._live().wait_until(enough, limit):
+            kind = MessageTimeoutError if timeout is None else WaitTimeoutError
+            raise kind(f"no env answered within {limit} s")
+        batches: list[Batch] = []
+        while sum(len(b) for b in batches) < n:
+            item = self._ready.popleft()
+            if isinstance(item, BaseException):
+                raise item
+            batches.append(item)
+        if in_order:
+            batches.sort(key=lambda b: int(b.env_ids[0]))
+        return concat_batches(self.single_observation_space, batches)
 
     # -- AsyncVectorEnv's API, on send / recv -----------------------------------
 
@@ -647,22 +635,13 @@ class RemoteVectorEnv(VectorEnv):
 
     def _start(self, index: int, coro: Any) -> None:
         """Run one unit's request in the background; its answer joins the ready queue."""
-        if isinstance(self._loop, InlineRunner):  # one lockstep session: answer now
-            try:
-                self._ready.append(self._loop.run(coro))
-            except Exception as exc:  # noqa: BLE001 - recv() raises it
-                self._ready.append(exc)
-            return
         self._inflight.add(index)
-        task = asyncio.ensure_future(coro)
 
-        def finished(task: asyncio.Task) -> None:
+        def finished(outcome: Batch | BaseException) -> None:
             self._inflight.discard(index)
-            self._ready.append(task.exception() or task.result())
-            assert self._ready_event is not None
-            self._ready_event.set()
+            self._ready.append(outcome)
 
-        task.add_done_callback(finished)
+        self._live().start(coro, finished)
 
     def _failed(self) -> bool:
         return any(isinstance(b, BaseException) for b in self._ready)
@@ -694,17 +673,6 @@ class RemoteVectorEnv(VectorEnv):
                 f"but got length={len(seeds)}."
             )
         return seeds
-
-    @staticmethod
-    async def _gather(coros: list) -> list:
-        """Run the units' requests concurrently; wait for all, then raise the first error."""
-        if len(coros) == 1:
-            return [await coros[0]]
-        results = await asyncio.gather(*coros, return_exceptions=True)
-        for result in results:
-            if isinstance(result, BaseException):
-                raise result
-        return results
 
     def _copy(self, obs: Any) -> Any:
         """``obs`` as the caller gets it: a copy, or with ``copy=False`` the
@@ -742,8 +710,7 @@ class RemoteVectorEnv(VectorEnv):
 
         try:
             if isinstance(loop, InlineRunner):
-                for unit in units:
-                    loop.run(unit.close())
+                loop.settle([unit.close() for unit in units])
             elif units:
                 loop.run(close_all())
         except Exception:  # noqa: BLE001 - closing must not raise

@@ -50,6 +50,9 @@ Session = AsyncSession | BlockingSession
 Connect = Callable[[], Awaitable[Session]]
 T = TypeVar("T")
 
+#: The info key of each env's id in the vector env (EnvPool's, and ``recv``'s).
+ENV_ID = "env_id"
+
 _ARRAY_SPACES = (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)
 
 
@@ -516,7 +519,12 @@ class VectorUnit(_Unit):
             trunc = np.asarray(reply.truncations, dtype=np.bool_)
         else:
             r, term, trunc = np.zeros(n), np.zeros(n, np.bool_), np.zeros(n, np.bool_)
-        return Batch(obs, r, term, trunc, wire.read_infos(codec, reply, self.space), self.env_ids)
+        infos = wire.read_infos(codec, reply, self.space)
+        local = infos.get(ENV_ID)
+        if isinstance(local, np.ndarray) and local.dtype.kind in "iu" and local.shape == (n,):
+            # The server numbers its envs from 0 (EnvPool's info["env_id"]): this unit's are a block of ours.
+            infos[ENV_ID] = self.env_ids[local].astype(local.dtype)
+        return Batch(obs, r, term, trunc, infos, self.env_ids)
 
     def _unchanged(self) -> Batch:
         n = self.size

@@ -1,11 +1,16 @@
-"""``openenv-gym check PACKAGE``: upstream's validation graders without Docker, then the
+"""``openenv-gym check TARGET``: upstream's validation graders without Docker, then the
 checks upstream leaves "not implemented", and probes beyond RFC 008.
 
     $ openenv-gym check wrappers/cartpole --json report.json
+    $ openenv-gym check CartPole-v1                  # a kit generated on the fly
+    $ openenv-gym check http://127.0.0.1:8000        # a server we did not start
 
-The package must hold a validation kit (``openenv-gym kit``). Its own server is
-started on 127.0.0.1 (:func:`~.upstream.start_package`) and every check plays
-episodes over the wire, as an agent would:
+A package must hold a validation kit (``openenv-gym kit``); for an env (a Gymnasium
+id, ``module:factory``) one is generated into a temporary directory. The package's
+own server is started on 127.0.0.1 (:func:`~.upstream.start_package`) and every
+check plays episodes over the wire, as an agent would. At a URL, canaries recorded
+over the wire stand in for the kit, and what needs a kit or a server of our own
+SKIPs with its reason (:data:`URL_SKIPS`). The checks:
 
 * upstream (openenv 0.10): ``static.manifest`` and the ``runtime.*`` graders, through
   :class:`~.upstream.LocalProvider`;
@@ -18,8 +23,14 @@ episodes over the wire, as an agent would:
   ``semantic.resource_envelope`` (the server's peak RSS within ``memory_mb``);
 * beyond it: ``hacking.reward_range`` (every reward of every probe within the
   declared range), ``hacking.repeated_action`` (no single action, repeated, reaches
-  the top), ``learning.learnability`` (a small learner, :mod:`.learning`, beats the
-  canary floor by the margin within a bounded number of episodes, with its curve;
+  the top), ``hacking.out_of_space`` (an action outside the space is refused, and the
+  session goes on as if it had not been sent), ``hacking.boundary_actions`` (the
+  bounds of the space are accepted and paid within the range), ``hacking.reset_abuse``
+  (resetting after a reward, or after every step, earns no more per step than
+  playing on), ``hacking.info_reward`` (the same observation and action are not paid
+  differently according to a field of ``info``), ``learning.learnability`` (a small
+  learner, :mod:`.learning`, beats the canary floor by the margin within a bounded
+  number of episodes, with its curve;
   it trains in process with the env, not over the wire), and
   ``perf.throughput`` (steps/s and p50/p99 step latency, 1 and 4 sessions).
 
@@ -35,8 +46,10 @@ import hashlib
 import itertools
 import json
 import math
+import os
 import statistics
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -50,21 +63,30 @@ import numpy as np
 import yaml
 
 from .. import spaces
+from ..errors import OpenEnvGymError, ValidationError
 from ..server.multiagent import action_mask
-from . import KIT_FILES
+from . import KIT_FILES, mean_returns
 
 __all__ = ["Result", "Episode", "run_checks", "main", "verdict", "LEARNING_EPISODES"]
 
 #: Training episodes (and seconds) the learnability probe may use.
-LEARNING_EPISODES = 300
+LEARNING_EPISODES = 2000
 LEARNING_BUDGET_S = 60.0
-#: Distinct actions the repeated-action probe tries, and the seeds it plays each from.
+#: Distinct actions the repeated-action probe tries, and how many seeds (from the kit's) it
+#: plays each from: a probe's return, like a canary's, is its mean over seeds.
 REPEATED_ACTIONS = 16
-PROBE_SEEDS = (0, 1, 2)
+PROBE_SEEDS = 8
 #: Upstream's evidence for a check it has no grader for.
 NOT_IMPLEMENTED = "grader not implemented in this build"
 #: Steps of the throughput probe, per session.
 THROUGHPUT_STEPS = 300
+#: Seeds a server at a URL has its canaries recorded on, and the steps after which they are cut.
+URL_SEEDS = 3
+URL_MAX_STEPS = 100
+#: States (the first ones of the reference episode) the boundary probe plays each bound from.
+BOUNDARY_POSITIONS = 8
+#: Steps each reset-abuse strategy plays (at most the reference episode's length).
+RESET_ABUSE_STEPS = 200
 
 
 @dataclass
@@ -86,12 +108,25 @@ class Result:
 
 
 @dataclass
+class Step:
+    """One step as the agent saw it: the observation and ``info`` before it, the action, the reward."""
+
+    observation: str  # a digest
+    info: dict[str, Any]  # the scalar fields only
+    action: str  # the action, as JSON
+    reward: float
+
+
+@dataclass
 class Episode:
-    """What one episode over the wire gave: rewards, and a digest of every observation and info."""
+    """What one episode over the wire gave: rewards, a digest of every observation and info,
+    and its steps."""
 
     rewards: list[float]
     digest: str
     ended: bool
+    steps: list[Step] = field(default_factory=list)
+    actions: list[Any] = field(default_factory=list)
 
     @property
     def total(self) -> float:
@@ -100,13 +135,13 @@ class Episode:
 
 @dataclass
 class Declared:
-    """A package's declarations and kit files, as the checks read them."""
+    """A package's declarations and kit files, as the checks read them (for a URL, :meth:`recorded`)."""
 
-    root: Path
-    reward_range: tuple[float, float]
+    root: Path | None
+    reward_range: tuple[float, float] | None
     oracle_tolerance: float
     floor_margin: float
-    memory_mb: int
+    memory_mb: int | None
     canaries: list[dict]
     oracle: dict | None
     plan: dict
@@ -136,9 +171,55 @@ class Declared:
             measured=read("kit"),
         )
 
+    @classmethod
+    def recorded(cls, url: str) -> Declared:
+        """What a server at ``url`` lets us know without a kit: its canaries' trajectories, played
+        now on :data:`URL_SEEDS` seeds and cut after :data:`URL_MAX_STEPS` steps (a kit's are
+        measured in process, where steps are cheap). Nothing is declared: no range, oracle or
+        resources."""
+        from ..client import RemoteEnv
+        from .policies import canaries
+
+        trajectories = []
+        env = RemoteEnv(url)
+        try:
+            for seed in range(URL_SEEDS):
+                for name, policy in canaries(env.action_space, seed).items():
+                    episode = play(env, policy, seed=seed, max_steps=URL_MAX_STEPS)
+                    trajectories.append({"name": name, "reset": {"seed": seed}, "return": episode.total,
+                                         "actions": [spaces.encode(env.action_space, a) for a in episode.actions]})
+        finally:
+            env.close()
+        return cls(root=None, reward_range=None, oracle_tolerance=0.0, floor_margin=0.0, memory_mb=None,
+                   canaries=trajectories, oracle=None, plan={}, measured={"seed": 0})
+
+    @property
+    def seed(self) -> int:
+        """The kit's seed: its canaries played this one and the seeds after it."""
+        return int(self.measured.get("seed", 0))
+
+    @property
+    def canary_seeds(self) -> list[int]:
+        return sorted({int(t["reset"]["seed"]) for t in self.canaries})
+
+    @property
+    def probe_seeds(self) -> list[int]:
+        """The seeds a probe plays each of its policies from (the first of the canaries')."""
+        return self.canary_seeds[:PROBE_SEEDS]
+
+    @property
+    def floor(self) -> float:
+        """The best canary's mean return, as the kit recorded it."""
+        return max(mean_returns(self.canaries).values())
+
     @property
     def top(self) -> float:
+        assert self.reward_range is not None, "no declared range (URL_SKIPS lists the checks needing one)"
         return self.reward_range[1]
+
+    def within_range(self, reward: float) -> bool:
+        """``True`` when ``reward`` is within the declared range (always, without one)."""
+        return self.reward_range is None or self.reward_range[0] <= reward <= self.reward_range[1]
 
     def reached_top(self, total: float) -> bool:
         """``True`` when a return is within the floor margin of the top: what no trivial policy may get."""
@@ -169,13 +250,26 @@ def play(env: gym.Env, policy: Policy, *, seed: int, max_steps: int = 1000) -> E
     obs, info = env.reset(seed=seed)
     digest.update(_digest(obs, info))
     rewards: list[float] = []
+    steps: list[Step] = []
+    actions: list[Any] = []
     for _ in range(max_steps):
-        obs, reward, terminated, truncated, info = env.step(policy(obs, info, action_mask(obs, info)))
+        action = policy(obs, info, action_mask(obs, info))
+        actions.append(action)
+        seen = Step(hashlib.sha256(_digest(obs)).hexdigest(), _scalars(info), _digest(action).decode(), 0.0)
+        obs, reward, terminated, truncated, info = env.step(action)
+        seen.reward = float(reward)
+        steps.append(seen)
         rewards.append(float(reward))
         digest.update(_digest(obs, float(reward), bool(terminated), bool(truncated), info))
         if terminated or truncated:
-            return Episode(rewards, digest.hexdigest(), True)
-    return Episode(rewards, digest.hexdigest(), False)
+            return Episode(rewards, digest.hexdigest(), True, steps, actions)
+    return Episode(rewards, digest.hexdigest(), False, steps, actions)
+
+
+def _scalars(info: dict) -> dict[str, Any]:
+    """The fields of ``info`` holding one number, string or flag."""
+    return {key: value.item() if isinstance(value, np.generic) else value for key, value in info.items()
+            if isinstance(value, (bool, int, float, str, np.generic))}
 
 
 def scripted(space: gym.Space, wire_actions: list[Any]) -> Policy:
@@ -197,12 +291,13 @@ def _constant(value: Any, env: gym.Env) -> Policy:
 class Checker:
     """Runs every check against one package's server (started and stopped by :func:`run_checks`)."""
 
-    def __init__(self, kit: Declared, url: str, restart: Callable[[], Any], pid: int) -> None:
+    def __init__(self, kit: Declared, url: str, restart: Callable[[], Any] | None, pid: int | None) -> None:
         self.kit = kit
         self.url = url
         self.restart = restart
         self.pid = pid
         self.rewards_seen: list[tuple[str, float]] = []
+        self.steps_seen: list[Step] = []
 
     @contextmanager
     def session(self, url: str | None = None) -> Iterator[gym.Env]:
@@ -215,35 +310,51 @@ class Checker:
             env.close()
 
     def episode(
-        self, policy_for: Callable[[gym.Env], Policy], *, seed: int, label: str, url: str | None = None
+        self, policy_for: Callable[[gym.Env], Policy], *, seed: int, label: str, url: str | None = None,
+        max_steps: int = 1000,
     ) -> Episode:
         with self.session(url) as env:
-            result = play(env, policy_for(env), seed=seed)
+            result = play(env, policy_for(env), seed=seed, max_steps=max_steps)
         self.rewards_seen.extend((label, r) for r in result.rewards)
         self.rewards_seen.append((f"{label} (return)", result.total))
+        self.steps_seen.extend(result.steps)
         return result
 
+    def reference(self) -> dict:
+        """The episode the probes start from: the oracle's, else the best canary's at the kit's seed."""
+        if self.kit.oracle is not None:
+            return self.kit.oracle
+        means = mean_returns(self.kit.canaries)
+        best = max(means, key=means.__getitem__)
+        return next(t for t in self.kit.canaries if t["name"] == best and t["reset"]["seed"] == self.kit.seed)
+
     def replay(self, trajectory: dict, *, url: str | None = None) -> Episode:
+        """``trajectory`` played again, as far as it was recorded."""
         return self.episode(
             lambda env: scripted(env.action_space, trajectory["actions"]),
             seed=trajectory["reset"]["seed"], label=trajectory["name"], url=url,
+            max_steps=len(trajectory["actions"]),
         )
 
     # -- RFC 008 -----------------------------------------------------------------------------
 
     def episode_determinism(self) -> Result:
-        random = next(t for t in self.kit.canaries if t["name"] == "random")
+        random = next(t for t in self.kit.canaries if t["name"] == "random" and t["reset"]["seed"] == self.kit.seed)
         runs = [self.replay(random), self.replay(random)]
-        fresh = self.restart()
-        try:
-            runs.append(self.replay(random, url=fresh.base_url))
-        finally:
-            fresh.stop()
+        where = ["a seeded episode replays identically in 2 fresh sessions and a fresh server"]
+        if self.restart is None:
+            where = ["a seeded episode replays identically in 2 fresh sessions",
+                     "not checked: a fresh server (a server at a URL cannot be restarted from here)"]
+        else:
+            fresh = self.restart()
+            try:
+                runs.append(self.replay(random, url=fresh.base_url))
+            finally:
+                fresh.stop()
         digests = {r.digest for r in runs}
         measured = {"replays": len(runs), "distinct_traces": len(digests)}
         if len(digests) == 1:
-            return Result("runtime.episode_determinism", "pass",
-                          ["a seeded episode replays identically in 2 fresh sessions and a fresh server"], measured)
+            return Result("runtime.episode_determinism", "pass", where, measured)
         return Result("runtime.episode_determinism", "fail",
                       [f"seed {random['reset']['seed']}, same actions: {len(digests)} different traces in "
                        f"{len(runs)} replays (returns {[r.total for r in runs]})"], measured,
@@ -304,14 +415,20 @@ class Checker:
                       "ship an oracle that reaches the top of reward.range, or declare the range the env can reach")
 
     def canary_returns(self) -> dict[str, float]:
-        return {t["name"]: self.replay(t).total for t in self.kit.canaries}
+        """Every shipped canary trajectory replayed over the wire: its return, by :func:`_label`."""
+        return {_label(t): self.replay(t).total for t in self.kit.canaries}
+
+    def canary_means(self, returns: dict[str, float]) -> dict[str, float]:
+        """Each canary's mean return over its seeds, from :meth:`canary_returns`."""
+        return mean_returns([{"name": t["name"], "return": returns[_label(t)]} for t in self.kit.canaries])
 
     def floor_gap(self, returns: dict[str, float]) -> Result:
-        floor = max(returns.values())
+        floor = max(self.canary_means(returns).values())
         gap = self.kit.top - floor
-        measured = {"floor": floor, "top": self.kit.top, "floor_margin": self.kit.floor_margin}
-        evidence = [f"best canary return {floor:g}; the top is {self.kit.top:g} (gap {gap:g}, "
-                    f"margin {self.kit.floor_margin:g})"]
+        measured = {"floor": floor, "top": self.kit.top, "floor_margin": self.kit.floor_margin,
+                    "seeds": len(self.kit.canary_seeds)}
+        evidence = [f"best canary mean return {floor:g} over {len(self.kit.canary_seeds)} seeds; the top is "
+                    f"{self.kit.top:g} (gap {gap:g}, margin {self.kit.floor_margin:g})"]
         if gap >= self.kit.floor_margin:
             return Result("semantic.floor_gap", "pass", evidence, measured)
         return Result("semantic.floor_gap", "fail", evidence, measured,
@@ -319,6 +436,7 @@ class Checker:
                       "(for a game, a stronger opponent)")
 
     def canary_floor(self, returns: dict[str, float]) -> Result:
+        returns = self.canary_means(returns)
         high = {name: total for name, total in returns.items() if self.kit.reached_top(total)}
         evidence = [f"{name}: {total:g}" for name, total in returns.items()]
         if not high:
@@ -330,7 +448,7 @@ class Checker:
                       "the reward must not be reachable by a constant, first-legal or random policy")
 
     def replayability(self, returns: dict[str, float]) -> Result:
-        recorded = {t["name"]: float(t["return"]) for t in self.kit.canaries}
+        recorded = {_label(t): float(t["return"]) for t in self.kit.canaries}
         if self.kit.oracle is not None:
             recorded["oracle"] = float(self.kit.oracle["return"])
             returns = {**returns, "oracle": self.replay(self.kit.oracle).total}
@@ -354,7 +472,7 @@ class Checker:
         for where, key in fields:
             total = self.episode(functools.partial(_follow, where=where, key=key), seed=0,
                                  label=f"follow {where}[{key!r}]").total
-            if self.kit.reached_top(total) and not any(self.kit.reached_top(r) for r in returns.values()):
+            if self.kit.reached_top(total) and not any(map(self.kit.reached_top, self.canary_means(returns).values())):
                 leaks.append(f"playing {where}[{key!r}] as the action returns {total:g} (the top is {self.kit.top:g})")
         measured = {"fields_followed": [f"{w}[{k!r}]" for w, k in fields]}
         if not leaks:
@@ -364,6 +482,7 @@ class Checker:
                       "remove the answer from what the agent sees (observation and info)")
 
     def resource_envelope(self) -> Result:
+        assert self.pid is not None and self.kit.memory_mb is not None, "a package's server (URL_SKIPS)"
         peak = _peak_rss_mb(self.pid)
         if peak is None:
             return Result("semantic.resource_envelope", "skip", ["no /proc/PID/status here to read the peak RSS"])
@@ -380,18 +499,165 @@ class Checker:
         with self.session() as env:
             candidates = _repeatable_actions(env.action_space)
         best: tuple[float, Any] = (-math.inf, None)
+        seeds = self.kit.probe_seeds
         for action in candidates:
-            for seed in PROBE_SEEDS:
-                total = self.episode(functools.partial(_constant, action), seed=seed, label=f"repeat {action!r}").total
-                best = max(best, (total, action), key=lambda pair: pair[0])
-        measured = {"actions_tried": len(candidates), "best_return": best[0]}
-        evidence = [f"best return of one action repeated: {best[0]:g} (action {best[1]!r}); top {self.kit.top:g}"]
+            mean = statistics.fmean(
+                self.episode(functools.partial(_constant, action), seed=seed, label=f"repeat {action!r}").total
+                for seed in seeds)
+            best = max(best, (mean, action), key=lambda pair: pair[0])
+        measured = {"actions_tried": len(candidates), "seeds": len(seeds), "best_return": best[0]}
+        evidence = [f"best mean return of one action repeated over {len(seeds)} seeds: {best[0]:g} "
+                    f"(action {best[1]!r}); top {self.kit.top:g}"]
         if not self.kit.reached_top(best[0]):
             return Result("hacking.repeated_action", "pass", evidence, measured)
         return Result("hacking.repeated_action", "fail", evidence, measured,
                       "repeating one action must not earn the top reward")
 
+    def out_of_space(self) -> Result:
+        """Actions outside the action space must be refused (a validation error), and the session
+        must go on as if they had never been sent."""
+        reference = self.reference()
+        with self.session() as env:
+            valid = spaces.decode(env.action_space, reference["actions"][0])
+            candidates = _outside(env.action_space, valid)
+        if not candidates:
+            return Result("hacking.out_of_space", "skip", ["no value outside this action space to try"])
+        seed = reference["reset"]["seed"]
+        plain = set()
+        for _ in range(2):  # the step without a refused action before it, twice: is there one answer?
+            with self.session() as env:
+                env.reset(seed=seed)
+                plain.add(_step_digest(env.step(valid)))
+        expected = plain.pop() if len(plain) == 1 else None  # None: not deterministic, nothing to compare
+        problems: list[str] = []
+        unsendable: list[str] = []
+        for name, action in candidates:
+            with self.session() as env:
+                env.reset(seed=seed)
+                try:
+                    step = env.step(action)
+                except spaces.SpaceValueError:
+                    unsendable.append(name)  # the client cannot even write it (an enum's index, say)
+                    continue
+                except ValidationError:
+                    pass  # refused, as it must be
+                except OpenEnvGymError as exc:
+                    problems.append(f"{name}: answered {type(exc).__name__}, not a validation error: {exc}")
+                    continue
+                else:
+                    problems.append(f"{name}: accepted, and paid a reward of {step[1]:g}")
+                    continue
+                try:
+                    after = _step_digest(env.step(valid))
+                except OpenEnvGymError as exc:
+                    problems.append(f"{name}: refused, but the session did not go on: {exc}")
+                    continue
+                if expected is not None and after != expected:
+                    problems.append(f"{name}: refused, but the next step differs from the same step without it")
+        sent = len(candidates) - len(unsendable)
+        measured = {"actions_tried": [name for name, _ in candidates if name not in unsendable],
+                    "not_sendable": unsendable}
+        if not sent:
+            return Result("hacking.out_of_space", "skip",
+                          ["no out-of-space action can be written on the wire for this action space"], measured)
+        if not problems:
+            return Result("hacking.out_of_space", "pass",
+                          [f"{sent} out-of-space actions refused with a validation error; the session "
+                           f"went on unchanged"], measured)
+        return Result("hacking.out_of_space", "fail", problems, measured,
+                      "check every action against the declared space and refuse the rest (never clip an action "
+                      "into the space and pay for it)")
+
+    def boundary_actions(self) -> Result:
+        """The bounds of the action space, played from the first states of the reference episode:
+        each accepted, with a finite reward inside the declared range."""
+        reference = self.reference()
+        seed = reference["reset"]["seed"]
+        with self.session() as env:
+            bounds = _bounds(env.action_space)
+            prefix = [spaces.decode(env.action_space, a) for a in reference["actions"]]
+        positions = range(min(len(prefix), BOUNDARY_POSITIONS))
+        problems = []
+        for name, action in bounds:
+            for t in positions:
+                with self.session() as env:
+                    env.reset(seed=seed)
+                    for earlier in prefix[:t]:
+                        env.step(earlier)
+                    where = f"{name} after {t} steps of the {reference['name']} episode (seed {seed})"
+                    try:
+                        reward = float(env.step(action)[1])
+                    except OpenEnvGymError as exc:
+                        problems.append(f"{where}: refused: {exc}")
+                        continue
+                if not math.isfinite(reward) or not self.kit.within_range(reward):
+                    problems.append(f"{where}: reward {reward:g} outside {_range_text(self.kit.reward_range)}")
+        measured = {"bounds": [name for name, _ in bounds], "positions": len(positions)}
+        evidence = [f"{len(bounds)} bounds of the action space, each from the first {len(positions)} states of the "
+                    f"{reference['name']} episode"]
+        if not bounds:
+            return Result("hacking.boundary_actions", "skip", ["no bounds to try in this action space"])
+        if not problems:
+            return Result("hacking.boundary_actions", "pass",
+                          [f"{evidence[0]}: accepted, rewards within {_range_text(self.kit.reward_range)}"], measured)
+        return Result("hacking.boundary_actions", "fail", problems[:10], measured,
+                      "the bounds of the action space are actions like any other: accept them and pay within "
+                      "the declared range")
+
+    def reset_abuse(self) -> Result:
+        """Resetting right after a rewarded step, or after every step, must not earn more reward per
+        step than playing the reference episode through."""
+        reference = self.reference()
+        seed = reference["reset"]["seed"]
+        budget = min(RESET_ABUSE_STEPS, max(1, len(reference["actions"])))
+        honest = float(reference["return"]) / max(1, len(reference["actions"]))
+        rates = {}
+        with self.session() as env:
+            actions = [spaces.decode(env.action_space, a) for a in reference["actions"]]
+            for strategy, reset_after in (("reset after each rewarded step", lambda r: r > 0),
+                                          ("reset after every step", lambda r: True)):
+                total, t = 0.0, 0
+                env.reset(seed=seed)
+                for _ in range(budget):
+                    _, reward, terminated, truncated, _ = env.step(actions[min(t, len(actions) - 1)])
+                    total, t = total + float(reward), t + 1
+                    self.rewards_seen.append((strategy, float(reward)))
+                    if terminated or truncated or reset_after(float(reward)):
+                        env.reset(seed=seed)
+                        t = 0
+                rates[strategy] = total / budget
+        measured = {"reference": reference["name"], "reward_per_step": honest, "abuse": rates, "steps": budget}
+        farmed = {k: v for k, v in rates.items() if v > honest + 1e-9 * max(1.0, abs(honest))}
+        evidence = [f"the {reference['name']} episode earns {honest:g} per step; "
+                    + "; ".join(f"{k}: {v:g} per step" for k, v in rates.items())]
+        if not farmed:
+            return Result("hacking.reset_abuse", "pass", evidence, measured)
+        return Result("hacking.reset_abuse", "fail", evidence, measured,
+                      "an episode's start must not pay more than its play: an agent learns to reset instead")
+
+    def info_reward(self) -> Result:
+        """Over every step played so far: the same observation and action must not pay differently
+        according to a field of ``info`` the agent saw (the reward would follow what ``info`` shows,
+        not what the agent observes and does)."""
+        groups: dict[tuple[str, str], list[Step]] = {}
+        for step in self.steps_seen:
+            groups.setdefault((step.observation, step.action), []).append(step)
+        varying = [steps for steps in groups.values() if len({s.reward for s in steps}) > 1]
+        keys = sorted({key for steps in varying for s in steps for key in s.info})
+        found = [key for key in keys if all(_separates(key, steps) for steps in varying)]
+        measured = {"steps": len(self.steps_seen), "pairs_seen_again": sum(len(g) > 1 for g in groups.values()),
+                    "pairs_paying_differently": len(varying)}
+        evidence = [f"{len(self.steps_seen)} steps: {len(varying)} (observation, action) pairs paid differently"]
+        if not found:
+            return Result("hacking.info_reward", "pass", [f"{evidence[0]}, none according to a field of info"],
+                          measured)
+        return Result("hacking.info_reward", "fail",
+                      [f"{evidence[0]}, each according to info[{key!r}]" for key in found], measured,
+                      "pay for what the agent observes and does; state the reward depends on belongs in the "
+                      "observation")
+
     def reward_range(self) -> Result:
+        assert self.kit.reward_range is not None, "a declared range (URL_SKIPS)"
         low, high = self.kit.reward_range
         outside = [(label, r) for label, r in self.rewards_seen if not (low <= r <= high and math.isfinite(r))]
         measured = {"rewards_checked": len(self.rewards_seen)}
@@ -406,9 +672,11 @@ class Checker:
     def learnability(self) -> Result:
         from .learning import learn
 
-        floor = max(float(t["return"]) for t in self.kit.canaries)
+        floor = self.kit.floor
         goal = floor + self.kit.floor_margin
-        trained = learn(self.kit.root.resolve(), goal=goal, episodes=LEARNING_EPISODES, budget_s=LEARNING_BUDGET_S)
+        assert self.kit.root is not None, "a package's env (URL_SKIPS)"
+        trained = learn(self.kit.root.resolve(), goal=goal, episodes=LEARNING_EPISODES, budget_s=LEARNING_BUDGET_S,
+                        eval_seeds=self.kit.canary_seeds)
         if trained["learner"] is None:
             return Result("learning.learnability", "skip", [f"no bundled learner for {trained['spaces']}"])
         curve = trained["curve"]
@@ -458,6 +726,71 @@ class Checker:
                     obs, info = env.reset()
 
 
+def _step_digest(step: tuple) -> bytes:
+    obs, reward, terminated, truncated, info = step
+    return _digest(obs, float(reward), bool(terminated), bool(truncated), info)
+
+
+def _range_text(reward_range: tuple[float, float] | None) -> str:
+    return "(no declared range)" if reward_range is None else f"[{reward_range[0]:g}, {reward_range[1]:g}]"
+
+
+def _outside(space: gym.Space, valid: Any) -> list[tuple[str, Any]]:
+    """``(name, value)`` of values just outside ``space``: past each bound, one field at a time
+    (the other fields of a ``Dict`` keep those of ``valid``, an action of ``space``)."""
+    if isinstance(space, gym.spaces.Discrete):
+        start, n = int(space.start), int(space.n)
+        return [(f"{start - 1} (below {start})", start - 1), (f"{start + n} (above {start + n - 1})", start + n)]
+    if isinstance(space, gym.spaces.Box):
+        found = []
+        for name, bound, sign in (("low", space.low, -1), ("high", space.high, 1)):
+            if np.all(np.isfinite(bound)):
+                step = 1 if np.issubdtype(space.dtype, np.integer) else np.maximum(1.0, space.high - space.low)
+                found.append((f"{name} {'-' if sign < 0 else '+'} {'1' if np.isscalar(step) else 'its width'}",
+                              (bound + sign * step).astype(space.dtype)))
+        return found
+    if isinstance(space, gym.spaces.MultiDiscrete):
+        return [("nvec (one past each count)", np.asarray(space.nvec).astype(space.dtype))]
+    if isinstance(space, gym.spaces.MultiBinary):
+        return [("2 (not a bit)", np.full(space.shape, 2, dtype=space.dtype))]
+    if isinstance(space, gym.spaces.Dict):
+        return [(f"{key}: {name}", {**valid, key: value})
+                for key, part in space.spaces.items() for name, value in _outside(part, valid[key])]
+    return []
+
+
+def _bounds(space: gym.Space) -> list[tuple[str, Any]]:
+    """``(name, value)`` of the lowest and the highest action of ``space``."""
+    if isinstance(space, gym.spaces.Discrete):
+        start, n = int(space.start), int(space.n)
+        return [(f"{start} (the first action)", start), (f"{start + n - 1} (the last action)", start + n - 1)]
+    if isinstance(space, gym.spaces.Box) and np.all(np.isfinite(space.low)) and np.all(np.isfinite(space.high)):
+        return [("low", space.low.copy()), ("high", space.high.copy())]
+    if isinstance(space, gym.spaces.MultiDiscrete):
+        return [("zeros", np.zeros_like(space.nvec)), ("nvec - 1", np.asarray(space.nvec) - 1)]
+    if isinstance(space, gym.spaces.Dict):
+        parts = {key: _bounds(part) for key, part in space.spaces.items()}
+        if all(len(bounds) == 2 for bounds in parts.values()):
+            return [(f"every field's {which}", {key: bounds[i][1] for key, bounds in parts.items()})
+                    for i, which in enumerate(("lowest", "highest"))]
+    return []
+
+
+def _separates(key: str, steps: list[Step]) -> bool:
+    """``True`` when ``info[key]`` takes several values over ``steps`` and each value comes with one reward."""
+    if not all(key in s.info for s in steps):
+        return False
+    rewards: dict[Any, set[float]] = {}
+    for s in steps:
+        rewards.setdefault(s.info[key], set()).add(s.reward)
+    return len(rewards) > 1 and all(len(r) == 1 for r in rewards.values())
+
+
+def _label(trajectory: dict) -> str:
+    """A recorded trajectory's name and seed: ``random (seed 3)``."""
+    return f"{trajectory['name']} (seed {trajectory['reset']['seed']})"
+
+
 def _sample(space: gym.Space, mask: Any) -> Any:
     if mask is not None and isinstance(space, gym.spaces.Discrete):
         return space.sample(np.asarray(mask, dtype=np.int8))
@@ -480,8 +813,13 @@ def _action_fields(space: gym.Space, obs: Any, info: dict) -> list[tuple[str, st
     for where, holder in (("obs", obs), ("info", info)):
         if isinstance(holder, dict):
             found.extend((where, key) for key, value in holder.items()
-                         if key != "action_mask" and spaces.contains(space, _as_action(space, value)))
+                         if key != "action_mask" and _is_action(space, _as_action(space, value)))
     return found
+
+
+def _is_action(space: gym.Space, value: Any) -> bool:
+    """``True`` when ``value`` is an action of ``space`` (a flag is not, though Python counts it an int)."""
+    return not isinstance(value, (bool, np.bool_)) and bool(spaces.contains(space, value))
 
 
 def _as_action(space: gym.Space, value: Any) -> Any:
@@ -497,7 +835,7 @@ def _follow(env: gym.Env, *, where: str, key: str) -> Policy:
     def policy(obs: Any, info: dict, mask: Any) -> Any:
         holder = obs if where == "obs" else info
         value = _as_action(space, holder.get(key)) if isinstance(holder, dict) else None
-        return value if spaces.contains(space, value) else _sample(space, mask)
+        return value if _is_action(space, value) else _sample(space, mask)
 
     return policy
 
@@ -516,13 +854,69 @@ def _peak_rss_mb(pid: int) -> float | None:
 # -- running ------------------------------------------------------------------------------------
 
 
-def run_checks(package: str | Path, *, upstream: bool = True, progress: Callable[[str], None] | None = None) -> dict:
-    """Every check on ``package``; the report as a JSON-able dict in upstream's shape."""
+#: What a check needs that a server at a URL does not give, by check id.
+URL_SKIPS = {
+    "static.manifest": "upstream's graders read a package's openenv.yaml and start it through a provider; a URL "
+    "is a running server (check its package directory instead)",
+    "semantic.oracle_max": "no oracle: a URL comes without a validation kit",
+    "semantic.floor_gap": "no declared reward range: a URL comes without a validation: block",
+    "semantic.canary_floor": "no declared reward range: a URL comes without a validation: block",
+    "semantic.replayability": "no recorded trajectories to replay: a URL comes without a validation kit",
+    "semantic.no_solution_leakage": "no declared reward range, so no top to reach",
+    "semantic.resource_envelope": "the server's process is not ours to measure, and no memory_mb is declared",
+    "hacking.repeated_action": "no declared reward range, so no top to reach",
+    "hacking.reward_range": "no declared reward range: a URL comes without a validation: block",
+    "learning.learnability": "the learner trains in process with the env, and the env behind a URL is out of reach",
+}
+
+
+def is_url(target: str) -> bool:
+    """``True`` for the URL of a running server (``http://``, ``https://``, ``ws://``, ``wss://``)."""
+    return target.split("://", 1)[0] in ("http", "https", "ws", "wss")
+
+
+def run_checks(
+    target: str | Path,
+    *,
+    upstream: bool = True,
+    progress: Callable[[str], None] | None = None,
+    env_kwargs: dict[str, Any] | None = None,
+    oracle: str | None = None,
+) -> dict:
+    """Every check on ``target``; the report as a JSON-able dict in upstream's shape.
+
+    ``target`` is a package directory holding a validation kit; a Gymnasium id,
+    ``module:factory`` or PettingZoo module (with ``env_kwargs``), whose kit (and
+    package) :func:`~openenv_gym.kit.make_kit` writes into a temporary directory first,
+    with ``oracle`` as its oracle hook; or the URL of any OpenEnv server, where what
+    cannot be checked without a kit or a server of our own SKIPs, saying why.
+    """
+    from .target import is_package
+
+    say = progress or (lambda line: None)
+    name = str(target)
+    if (is_url(name) or is_package(target)) and (env_kwargs or oracle):
+        raise ValueError(f"--env-kwargs and --oracle make a kit for an env; {name} is a "
+                         f"{'URL' if is_url(name) else 'package, whose kit `openenv-gym kit PACKAGE` makes'}")
+    if is_url(name):
+        return _report(name, _url_results(name.rstrip("/"), say), {})
+    if is_package(target):
+        return _package_report(Path(target), name, upstream, say)
+    from . import make_kit
+
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # module:factory of this directory, for the server we start too
+    with tempfile.TemporaryDirectory(prefix="openenv-gym-check-") as tmp:
+        say(f"generating a validation kit for {name} (openenv-gym kit) ...")
+        make_kit(name, tmp, env_kwargs=env_kwargs, oracle=oracle)
+        return _package_report(Path(tmp), name, upstream, say)
+
+
+def _package_report(root: Path, name: str, upstream: bool, say: Callable[[str], None]) -> dict:
+    """Upstream's graders (unless ``upstream`` is false), then ours, on the package ``root``."""
     from .upstream import Level, start_package, validate
 
-    root = Path(package)
     kit = Declared.load(root)
-    say = progress or (lambda line: None)
     results: list[Result] = []
     report: dict[str, Any] = {}
     if upstream:
@@ -534,45 +928,71 @@ def run_checks(package: str | Path, *, upstream: bool = True, progress: Callable
     subject = start_package(root)
     try:
         checker = Checker(kit, subject.base_url, lambda: start_package(root), subject.process.pid)
-        plan: list[tuple[str, Callable[[], Result]]] = [
-            ("runtime.episode_determinism", checker.episode_determinism),
-            ("runtime.episode_isolation", checker.episode_isolation),
-            ("semantic.oracle_max", checker.oracle_max),
-        ]
-        for name, check in plan:
-            results.append(_timed(name, check, say))
-        returns: dict[str, float] = {}  # the canaries' returns over the wire, played once for 4 checks
-
-        def floor_gap() -> Result:
-            returns.update(checker.canary_returns())
-            return checker.floor_gap(returns)
-
-        results.append(_timed("semantic.floor_gap", floor_gap, say))
-        for name, check in [
-            ("semantic.canary_floor", lambda: checker.canary_floor(returns)),
-            ("semantic.replayability", lambda: checker.replayability(returns)),
-            ("semantic.no_solution_leakage", lambda: checker.no_solution_leakage(returns)),
-            ("hacking.repeated_action", checker.repeated_action),
-            ("learning.learnability", checker.learnability),
-            ("perf.throughput", checker.throughput),
-            ("hacking.reward_range", checker.reward_range),
-            ("semantic.resource_envelope", checker.resource_envelope),
-        ]:
-            results.append(_timed(name, check, say))
+        results.extend(_our_checks(checker, say))
     finally:
         subject.stop()
-    ours = {r.check_id for r in results if r.check_id.split(".")[0] in ("semantic", "hacking", "learning", "perf")
-            or r.check_id in ("runtime.episode_determinism", "runtime.episode_isolation")}
     # Upstream's "not implemented" placeholders give way to the checks implemented here.
+    ours = {r.check_id for r in results if r.evidence != [NOT_IMPLEMENTED]}
     results = [r for r in results if not (r.check_id in ours and r.evidence == [NOT_IMPLEMENTED])]
-    report.update({
-        "report_schema_version": report.get("report_schema_version", "2"),
-        "target": str(root),
+    return _report(name, results, report)
+
+
+def _url_results(url: str, say: Callable[[str], None]) -> list[Result]:
+    """Our checks on a server we neither started nor have a kit for: canaries recorded over
+    the wire stand in for the kit's, and what needs more SKIPs with :data:`URL_SKIPS`' reason."""
+    say(f"recording canaries at {url} ...")
+    checker = Checker(Declared.recorded(url), url, None, None)
+    results = [Result(check_id, "skip", [reason]) for check_id, reason in URL_SKIPS.items()
+               if not check_id.startswith(("semantic.", "hacking.", "learning."))]
+    results.extend(_our_checks(checker, say))
+    return results
+
+
+def _our_checks(checker: Checker, say: Callable[[str], None]) -> list[Result]:
+    """The checks implemented here, in order; those :data:`URL_SKIPS` names SKIP on a URL."""
+    returns: dict[str, float] = {}  # the canaries' returns over the wire, played once for 4 checks
+
+    def floor_gap() -> Result:
+        returns.update(checker.canary_returns())
+        return checker.floor_gap(returns)
+
+    plan: list[tuple[str, Callable[[], Result]]] = [
+        ("runtime.episode_determinism", checker.episode_determinism),
+        ("runtime.episode_isolation", checker.episode_isolation),
+        ("semantic.oracle_max", checker.oracle_max),
+        ("semantic.floor_gap", floor_gap),
+        ("semantic.canary_floor", lambda: checker.canary_floor(returns)),
+        ("semantic.replayability", lambda: checker.replayability(returns)),
+        ("semantic.no_solution_leakage", lambda: checker.no_solution_leakage(returns)),
+        ("hacking.repeated_action", checker.repeated_action),
+        ("hacking.out_of_space", checker.out_of_space),
+        ("hacking.boundary_actions", checker.boundary_actions),
+        ("hacking.reset_abuse", checker.reset_abuse),
+        ("learning.learnability", checker.learnability),
+        ("perf.throughput", checker.throughput),
+        ("hacking.info_reward", checker.info_reward),
+        ("hacking.reward_range", checker.reward_range),
+        ("semantic.resource_envelope", checker.resource_envelope),
+    ]
+    results = []
+    for check_id, check in plan:
+        if checker.kit.root is None and check_id in URL_SKIPS:
+            results.append(Result(check_id, "skip", [URL_SKIPS[check_id]]))
+            say(f"{check_id}: SKIP")
+        else:
+            results.append(_timed(check_id, check, say))
+    return results
+
+
+def _report(name: str, results: list[Result], upstream_report: dict) -> dict:
+    return {
+        **upstream_report,
+        "report_schema_version": upstream_report.get("report_schema_version", "2"),
+        "target": name,
         "checked_by": "openenv-gym check",
         "results": [r.as_dict() for r in results],
         "verdict": verdict(results),
-    })
-    return report
+    }
 
 
 def _timed(name: str, check: Callable[[], Result], say: Callable[[str], None]) -> Result:
@@ -602,13 +1022,19 @@ def table(report: dict) -> str:
     return "\n".join([*lines, f"verdict: {report['verdict'].upper()}"])
 
 
-def main(package: str, *, json_path: str | None = None, markdown_path: str | None = None,
-         upstream: bool = True) -> int:
+def main(target: str, *, json_path: str | None = None, markdown_path: str | None = None,
+         upstream: bool = True, env_kwargs: dict[str, Any] | None = None, oracle: str | None = None) -> int:
     """``openenv-gym check``: progress on stderr, the table on stdout; 1 on FAIL or ERROR."""
+    from . import ProbeError
+
     try:
-        report = run_checks(package, upstream=upstream, progress=lambda line: print(line, file=sys.stderr))
-    except (FileNotFoundError, ImportError) as exc:
+        report = run_checks(target, upstream=upstream, progress=lambda line: print(line, file=sys.stderr),
+                            env_kwargs=env_kwargs, oracle=oracle)
+    except (FileNotFoundError, ImportError, ProbeError, ValueError) as exc:
         print(f"openenv-gym: {exc}", file=sys.stderr)
+        return 1
+    except (OpenEnvGymError, OSError) as exc:  # a URL that does not answer as an OpenEnv server
+        print(f"openenv-gym: cannot check {target}: {exc} (is an OpenEnv server listening there?)", file=sys.stderr)
         return 1
     print(table(report))
     if json_path:
@@ -616,6 +1042,6 @@ def main(package: str, *, json_path: str | None = None, markdown_path: str | Non
     if markdown_path:
         from .report import write_markdown
 
-        command = " ".join(["openenv-gym check", package, *(["--skip-upstream"] if not upstream else [])])
+        command = " ".join(["openenv-gym check", target, *(["--skip-upstream"] if not upstream else [])])
         write_markdown(report, markdown_path, command=command)
     return 1 if report["verdict"] == "fail" else 0

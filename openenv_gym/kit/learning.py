@@ -9,8 +9,9 @@ the wire for a bounded number of episodes and seconds:
 * :class:`HillClimber`: random search and hill climbing of a linear policy, for ``Box``
   observations and ``Discrete`` or ``Box`` actions.
 
-Each returns its learning curve: the return of its greedy policy, evaluated on a
-fixed seed, after each round of training. :func:`learn` trains one on the env a
+Each returns its learning curve: the mean return of its greedy policy over the
+seeds the canaries played (so that it compares with their floor, a mean over the
+same seeds), after each round of training; it trains on other seeds. :func:`learn` trains one on the env a
 package serves, in a process of its own and in process with the env: thousands of
 steps a second, where the wire would make the probe wait on latency rather than
 on the reward.
@@ -19,6 +20,7 @@ on the reward.
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 import time
@@ -37,13 +39,21 @@ __all__ = ["Learner", "TabularQ", "HillClimber", "learner_for", "learn"]
 MAX_TABULAR_ELEMENTS = 1000
 #: Steps after which a training or evaluation episode is cut.
 MAX_STEPS = 1000
-EVAL_SEED = 0
+#: Training episodes are seeded from here on, away from the evaluation seeds (the canaries').
+TRAIN_SEEDS = 1_000_000
+#: Evaluations of the greedy policy over one training run of tabular Q-learning.
+EVALUATIONS = 20
+#: Seeds (the first evaluation seeds) a hill-climbing candidate is screened on before it is
+#: scored on all of them.
+SCREEN_SEEDS = 4
 
 
 class Learner(Protocol):
     name: str
 
-    def train(self, env: gym.Env, *, goal: float, episodes: int, budget_s: float) -> list[float]: ...
+    def train(
+        self, env: gym.Env, *, goal: float, episodes: int, budget_s: float, eval_seeds: list[int]
+    ) -> list[float]: ...
 
 
 def learner_for(observation_space: gym.Space, action_space: gym.Space) -> Learner | None:
@@ -112,14 +122,18 @@ class TabularQ:
                 break
         return total
 
-    def train(self, env: gym.Env, *, goal: float, episodes: int, budget_s: float) -> list[float]:
+    def train(
+        self, env: gym.Env, *, goal: float, episodes: int, budget_s: float, eval_seeds: list[int]
+    ) -> list[float]:
         deadline = time.monotonic() + budget_s
+        every = max(10, episodes // EVALUATIONS)
         curve: list[float] = []
         for done in range(1, episodes + 1):
             epsilon = max(0.05, 1.0 - done / (0.6 * episodes))
-            self.episode(env, seed=EVAL_SEED + done, epsilon=epsilon, learn=True)
-            if done % 10 == 0 or done == episodes:
-                curve.append(self.episode(env, seed=EVAL_SEED, epsilon=0.0, learn=False))
+            self.episode(env, seed=TRAIN_SEEDS + done, epsilon=epsilon, learn=True)
+            if done % every == 0 or done == episodes:
+                curve.append(float(np.mean(
+                    [self.episode(env, seed=seed, epsilon=0.0, learn=False) for seed in eval_seeds])))
                 if curve[-1] >= goal or time.monotonic() > deadline:
                     break
         return curve
@@ -150,20 +164,29 @@ class HillClimber:
         scaled = low + (np.tanh(out).reshape(space.shape) + 1) / 2 * (high - low)
         return scaled.astype(space.dtype)
 
-    def evaluate(self, env: gym.Env, weights: np.ndarray) -> float:
-        obs, _ = env.reset(seed=EVAL_SEED)
-        total = 0.0
-        for _ in range(MAX_STEPS):
-            obs, reward, terminated, truncated, _ = env.step(self.act(weights, obs))
-            total += float(reward)
-            if terminated or truncated:
-                break
-        return total
+    def evaluate(self, env: gym.Env, weights: np.ndarray, seeds: list[int]) -> float:
+        """The mean return of the policy ``weights`` over ``seeds``."""
+        returns = []
+        for seed in seeds:
+            obs, _ = env.reset(seed=seed)
+            total = 0.0
+            for _ in range(MAX_STEPS):
+                obs, reward, terminated, truncated, _ = env.step(self.act(weights, obs))
+                total += float(reward)
+                if terminated or truncated:
+                    break
+            returns.append(total)
+        return float(np.mean(returns))
 
-    def train(self, env: gym.Env, *, goal: float, episodes: int, budget_s: float) -> list[float]:
+    def train(
+        self, env: gym.Env, *, goal: float, episodes: int, budget_s: float, eval_seeds: list[int]
+    ) -> list[float]:
         deadline = time.monotonic() + budget_s
+        # A candidate is screened on a few seeds; only one that screens as well as the best is
+        # scored on every seed, which is what the curve shows and the goal is compared with.
+        screen = eval_seeds[:SCREEN_SEEDS]
         best = self.rng.normal(size=self.shape)
-        best_return = self.evaluate(env, best)
+        best_screen, best_return = self.evaluate(env, best, screen), self.evaluate(env, best, eval_seeds)
         curve = [best_return]
         scale = 1.0
         while len(curve) < episodes and best_return < goal and time.monotonic() < deadline:
@@ -172,10 +195,11 @@ class HillClimber:
                 candidate = self.rng.normal(size=self.shape)
             else:
                 candidate = best + scale * self.rng.normal(size=self.shape)
-            total = self.evaluate(env, candidate)
+            screened = self.evaluate(env, candidate, screen)
+            total = self.evaluate(env, candidate, eval_seeds) if screened >= best_screen else -math.inf
             # Adaptive noise: search closer after a gain, farther (out of a local optimum) after a loss.
             if total >= best_return:
-                best, best_return = candidate, total
+                best, best_screen, best_return = candidate, screened, total
                 scale = max(0.01, scale / 2)
             else:
                 scale = min(2.0, scale * 2)
@@ -183,14 +207,18 @@ class HillClimber:
         return curve
 
 
-def learn(target: str | os.PathLike[str], *, goal: float, episodes: int, budget_s: float) -> dict[str, Any]:
-    """Train the bundled learner on ``target``'s env until its return reaches ``goal``.
+def learn(
+    target: str | os.PathLike[str], *, goal: float, episodes: int, budget_s: float, eval_seeds: list[int]
+) -> dict[str, Any]:
+    """Train the bundled learner on ``target``'s env until its mean return over ``eval_seeds``
+    reaches ``goal``.
 
     Returns ``{"learner": name or None, "curve": [...], "spaces": "..."}``.
     """
     from .probe import run_in_child
 
-    request = {"target": os.fspath(target), "goal": goal, "episodes": episodes, "budget_s": budget_s}
+    request = {"target": os.fspath(target), "goal": goal, "episodes": episodes, "budget_s": budget_s,
+               "eval_seeds": eval_seeds}
     return run_in_child("openenv_gym.kit.learning", request, timeout=budget_s + 120, what=f"training on {target}")
 
 
@@ -205,7 +233,8 @@ def main() -> None:
     if learner is not None:
         env = source.make()
         try:
-            curve = learner.train(env, goal=request["goal"], episodes=request["episodes"], budget_s=request["budget_s"])
+            curve = learner.train(env, goal=request["goal"], episodes=request["episodes"],
+                                  budget_s=request["budget_s"], eval_seeds=request["eval_seeds"])
         finally:
             env.close()
     print(json.dumps({"learner": None if learner is None else learner.name, "curve": curve, "spaces": spaces}))

@@ -40,7 +40,7 @@ def _plot(report: dict, path: Path) -> bool:
     names = list(returns)
     left.barh(names, [returns[n] for n in names], color=["#888" if n in ("constant", "first-legal", "random")
                                                          else "#2a7" for n in names])
-    left.set_xlabel("episode return (seed 0)")
+    left.set_xlabel("return (canaries, learner: mean over the kit's seeds; oracle: seed 0)")
     left.set_title("oracle vs canaries vs learner")
     if curve:
         right.plot(range(1, len(curve) + 1), curve, label=learning.get("learner", "learner"))

@@ -30,7 +30,7 @@ sent.
     array([0., 0.], dtype=float32)
 
 In msgpack frames, numpy arrays travel as an extension type holding the dtype,
-the shape and the raw bytes; they decode with :func:`numpy.frombuffer`, without
+the shape and the raw bytes; they decode as read-only views of those bytes, without
 a per-element copy, after the declared size was checked against the bytes that
 actually arrived. Only the dtypes in :data:`~openenv_gym.protocol.hints.ARRAY_DTYPES`
 are accepted (never ``object``). Decoding a frame never runs pickle, eval or
@@ -246,7 +246,7 @@ def _pack_array(array: np.ndarray) -> bytes:
 
 
 def _unpack_array(payload: bytes, limits: Limits, known: dict | None = None) -> np.ndarray:
-    """The ndarray of an ext payload (a read-only view of it).
+    """The ndarray of an ext payload (a read-only view of it, made in one call).
 
     ``known`` caches validated headers (header bytes → dtype, shape, data
     size) so the arrays of every step skip re-parsing the same header.
@@ -258,7 +258,7 @@ def _unpack_array(payload: bytes, limits: Limits, known: dict | None = None) -> 
     if known is not None and (layout := known.get(payload[:end])) is not None:
         dtype, shape, declared = layout
         if len(payload) - end == declared:
-            return np.frombuffer(payload, dtype=dtype, offset=end).reshape(shape)
+            return np.ndarray(shape, dtype, payload, end)
     if ndim > 32:
         raise ProtocolError(ErrorCode.INVALID_JSON, f"ndarray with {ndim} dimensions (at most 32)")
     if len(payload) < end:
@@ -291,7 +291,7 @@ def _unpack_array(payload: bytes, limits: Limits, known: dict | None = None) -> 
         if len(known) >= _HEADER_CACHE_SIZE:
             known.clear()
         known[payload[:end]] = dtype, shape, declared
-    return np.frombuffer(payload, dtype=dtype, offset=end).reshape(shape)
+    return np.ndarray(shape, dtype, payload, end)
 
 
 def _pack_default(value: Any) -> Any:

@@ -8,7 +8,7 @@ real codecs both ways (encoded to a frame, decoded, validated, answered,
 encoded, read). Nothing of the units' logic is mocked; a lost connection is a
 :class:`~openenv_gym.errors.ConnectionClosedError` on a chosen request. The
 coroutines never suspend, so :class:`~openenv_gym.client.loop.InlineRunner`
-drives them, as it drives a lockstep vector env.
+runs each to its end at once (a batched vector env's also wait for replies).
 """
 
 from __future__ import annotations

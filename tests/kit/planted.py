@@ -80,12 +80,70 @@ class Bleeding(Lock):
         Bleeding.shared_t = value
 
 
+class Overflow(Lock):
+    """Pays -1000 for the last digit on the fifth step: a bound of the action space, in a state no
+    trivial policy reaches, indexes past a table."""
+
+    def step(self, action):
+        if self.t == 4 and int(action) == self.action_space.n - 1:
+            return self.t, -1000.0, True, False, self.info()
+        return super().step(action)
+
+
+class Farm(Lock):
+    """Pays 2 for the first right digit, 1 for the others: resetting after it earns more per step
+    than opening the lock."""
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = super().step(action)
+        return obs, 2.0 * reward if self.t == 1 else reward, terminated, truncated, info
+
+
+class Tipped(Lock):
+    """Tips a wrong first digit 0.5 on a seeded coin that only ``info`` shows."""
+
+    def reset(self, *, seed=None, options=None):
+        obs, _ = super().reset(seed=seed, options=options)
+        self.tipped = bool(self.np_random.integers(2))
+        return obs, self.info()
+
+    def info(self) -> dict:
+        return {"tipped": getattr(self, "tipped", False)}
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = super().step(action)
+        if self.t == 0 and terminated and self.tipped:
+            reward = 0.5
+        return obs, reward, terminated, truncated, info
+
+
 class Deaf(Lock):
     """Pays by the clock, whatever the agent does: 6 steps, 1 on every second one."""
 
     def step(self, action):
         self.t += 1
         return self.t, float(self.t % 2 == 0), self.t == len(KEY), False, {}
+
+
+def clipping_app():
+    """A stock OpenEnv server (``openenv``'s ``create_app``) whose schema promises an increment of
+    1 to 5 that its model does not enforce: the env clips any increment into the range and pays
+    for it, where an out-of-space action must be refused."""
+    from openenv.core.env_server import create_app
+    from pydantic import Field
+
+    from tests import stock_server
+
+    class ClippingAction(stock_server.CounterAction):
+        increment: int = Field(json_schema_extra={"minimum": 1, "maximum": 5})
+
+    class Clipping(stock_server.CounterEnvironment):
+        def step(self, action, timeout_s=None, **kwargs):
+            action.increment = min(max(action.increment, 1), 5)
+            return super().step(action)
+
+    return create_app(Clipping, ClippingAction, stock_server.CounterObservation, env_name="clipping",
+                      max_concurrent_envs=8, state_cls=stock_server.CounterState)
 
 
 def package(root: Path, env: str) -> Path:

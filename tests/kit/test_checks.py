@@ -19,7 +19,8 @@ OURS = {
     "runtime.episode_determinism", "runtime.episode_isolation", "semantic.oracle_max", "semantic.floor_gap",
     "semantic.canary_floor", "semantic.replayability", "semantic.no_solution_leakage",
     "semantic.resource_envelope", "hacking.repeated_action", "hacking.reward_range", "learning.learnability",
-    "perf.throughput",
+    "perf.throughput", "hacking.out_of_space", "hacking.boundary_actions", "hacking.reset_abuse",
+    "hacking.info_reward",
 }
 
 
@@ -55,6 +56,9 @@ def test_the_sound_lock_passes_every_check(tmp_path):
         ("Leaky", {"semantic.no_solution_leakage"}),
         ("Backdoor", {"hacking.repeated_action"}),
         ("Bleeding", {"runtime.episode_isolation"}),
+        ("Overflow", {"hacking.boundary_actions"}),
+        ("Farm", {"hacking.reset_abuse"}),
+        ("Tipped", {"hacking.info_reward"}),
     ],
 )
 def test_a_planted_defect_is_caught_by_its_check_alone(tmp_path, env, caught_by):

@@ -13,6 +13,7 @@ import yaml
 from openenv_gym.cli import main
 from openenv_gym.kit import KIT_FILES, make_kit, write_kit
 from openenv_gym.kit.policies import canaries, controller_for, play, search
+from openenv_gym.kit.probe import CANARY_SEEDS
 
 validation = pytest.importorskip("openenv.validation")
 
@@ -29,11 +30,19 @@ def probe_result(**overrides):
             {**canary, "name": "first-legal", "actions": [0] * 2, "rewards": [0.0, 0.0], "return": 0.0, "steps": 2},
             {**canary, "name": "random", "actions": [0, 1] * 60, "rewards": [0.0] * 120, "return": 0.0, "steps": 120},
         ],
-        "range_trajectories": [],
         "oracle_source": None,
         "set_state": False,
     }
     return {**result, **overrides}
+
+
+def test_the_floor_is_the_best_canarys_mean_return_over_its_seeds(tmp_path):
+    # A first-legal player that wins one game and loses three is not at the floor 1: its mean is.
+    played = [{"kind": "canary", "seed": s, "ended": True, "seconds": 0.01, "name": "first-legal",
+               "actions": [0], "rewards": [r], "return": r, "steps": 1} for s, r in enumerate([1.0, -1, -1, -1])]
+    kit = write_kit(tmp_path, probe_result(trajectories=[*probe_result()["trajectories"], *played]),
+                    seed=0, env_kwargs=None)
+    assert kit.floor == 0.0  # the random canary's mean, not first-legal's lucky 1
 
 
 def test_a_measured_range_covers_every_step_reward_and_return_and_says_so(tmp_path):
@@ -75,7 +84,8 @@ def test_a_kit_for_cartpole_passes_upstreams_static_level(tmp_path):
     plan = json.loads((tmp_path / KIT_FILES["plan"]).read_text())
     assert plan["reset"]["seed"] == 0 and 1 <= len(plan["actions"]) <= 100
     shipped = json.loads((tmp_path / KIT_FILES["canaries"]).read_text())
-    assert [t["name"] for t in shipped["trajectories"]] == ["constant", "first-legal", "random"]
+    assert [t["name"] for t in shipped["trajectories"][:3]] == ["constant", "first-legal", "random"]
+    assert sorted({t["reset"]["seed"] for t in shipped["trajectories"]}) == list(range(CANARY_SEEDS))
     report = validation.run_validation(tmp_path, max_level=validation.Level.STATIC)
     assert report.verdict is validation.Verdict.PASS, report.results
 

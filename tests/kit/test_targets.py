@@ -1,0 +1,73 @@
+"""``openenv-gym check`` on every kind of target: a Gymnasium id or ``module:factory`` (its kit
+generated on the fly), and the URL of any OpenEnv server, where what cannot be checked SKIPs
+with its reason."""
+
+from __future__ import annotations
+
+import pytest
+
+from openenv_gym.cli import main
+from openenv_gym.kit import checks
+from openenv_gym.kit.checks import URL_SKIPS, run_checks
+from tests.conftest import asgi_server
+from tests.kit import planted
+
+pytest.importorskip("openenv.validation")
+
+
+@pytest.fixture(autouse=True)
+def short_throughput_probe(monkeypatch):
+    monkeypatch.setattr(checks, "THROUGHPUT_STEPS", 10)
+
+
+def statuses(report: dict) -> dict[str, str]:
+    return {r["check_id"]: r["status"] for r in report["results"]}
+
+
+def test_a_module_factory_is_checked_on_a_kit_generated_on_the_fly():
+    report = run_checks("tests.kit.planted:Lock", upstream=False, oracle="tests.kit.planted:oracle")
+    assert report["target"] == "tests.kit.planted:Lock"
+    assert set(statuses(report).values()) == {"pass"}, report["results"]
+
+
+def test_an_env_id_is_checked_from_the_cli(capsys):
+    assert main(["check", "FrozenLake-v1", "--env-kwargs", '{"is_slippery": false}', "--skip-upstream"]) == 0
+    out = capsys.readouterr()
+    assert "generating a validation kit for FrozenLake-v1" in out.err
+    assert "verdict: PASS" in out.out
+
+
+def test_at_a_url_what_cannot_be_checked_skips_with_its_reason(stock_url):
+    # A server on openenv's own create_app: no kit, no process of ours.
+    report = run_checks(stock_url)
+    found = statuses(report)
+    assert {check for check, status in found.items() if status == "skip"} == set(URL_SKIPS)
+    for result in report["results"]:
+        if result["status"] == "skip":
+            assert result["evidence"] == [URL_SKIPS[result["check_id"]]]
+    assert {check for check, status in found.items() if status != "skip"} == {
+        "runtime.episode_determinism", "runtime.episode_isolation", "hacking.out_of_space",
+        "hacking.boundary_actions", "hacking.reset_abuse", "hacking.info_reward", "perf.throughput",
+    }
+    assert set(found.values()) == {"pass", "skip"} and report["verdict"] == "warn"
+    determinism = next(r for r in report["results"] if r["check_id"] == "runtime.episode_determinism")
+    assert "not checked: a fresh server" in determinism["evidence"][1]
+
+
+def test_an_out_of_space_action_clipped_into_a_reward_is_caught():
+    with asgi_server(planted.clipping_app()) as url:
+        report = run_checks(url)
+    failed = {check for check, status in statuses(report).items() if status in ("fail", "error")}
+    assert failed == {"hacking.out_of_space"}
+    evidence = next(r for r in report["results"] if r["check_id"] == "hacking.out_of_space")["evidence"]
+    assert evidence[0].startswith("increment: 0 (below 1): accepted, and paid a reward of")
+
+
+def test_options_that_make_a_kit_are_refused_for_a_url(capsys):
+    assert main(["check", "http://127.0.0.1:9", "--oracle", "x:y"]) == 1
+    assert "--env-kwargs and --oracle make a kit for an env" in capsys.readouterr().err
+
+
+def test_a_url_where_no_server_answers_says_so(capsys):
+    assert main(["check", "http://127.0.0.1:9"]) == 1
+    assert "is an OpenEnv server listening there?" in capsys.readouterr().err
