@@ -112,8 +112,10 @@ class EnvCaller:
     consecutive calls that each took less than ``inline_threshold`` seconds it
     runs inline, and the first call slower than that sends it back to its
     thread. Where the platform reports per-thread usage (Linux), a slow
-    inline call that neither blocked nor used ``inline_threshold`` of CPU
-    was only preempted by another process: it does not count. Each demotion
+    call that neither blocked nor used ``inline_threshold`` of CPU was only
+    preempted by another process: it counts as fast, inline and on the
+    thread alike (on a busy machine, a streak of calls timed by the clock
+    alone would rarely reach ``promote_after``). Each demotion
     doubles the run of fast calls needed to come back
     (up to :data:`MAX_PROMOTE_AFTER`), so a genuinely slow env stays on its
     thread while a fast env that was merely preempted on a busy machine
@@ -218,7 +220,7 @@ class EnvCaller:
                 if deadline is not None:
                     deadline.end()
                 self.seconds += (elapsed := time.perf_counter() - start)
-                if auto and elapsed > self.inline_threshold and self._slow_since(usage):
+                if auto and elapsed > self.inline_threshold and self._worked(usage, _thread_usage()):
                     self._inline = False
                     self._fast_calls = 0
                     self.promote_after = min(self.promote_after * 2, MAX_PROMOTE_AFTER)
@@ -252,7 +254,10 @@ class EnvCaller:
             if timed.elapsed is not None:
                 self.seconds += timed.elapsed
             if self.execution == "auto":
-                if timed.elapsed is not None and timed.elapsed < self.inline_threshold:
+                elapsed = timed.elapsed
+                if elapsed is not None and (
+                    elapsed < self.inline_threshold or not self._worked(timed.before, timed.after)
+                ):
                     self._fast_calls += 1
                     if self._fast_calls >= self.promote_after:
                         self._inline = True
@@ -267,9 +272,10 @@ class EnvCaller:
             self._deadline = InlineDeadline.for_this_thread()
         return self._deadline
 
-    def _slow_since(self, before: tuple[float, int] | None) -> bool:
-        """Whether a call that took long blocked or computed (not merely preempted)."""
-        after = _thread_usage()
+    def _worked(self, before: tuple[float, int] | None, after: tuple[float, int] | None) -> bool:
+        """Whether a call that took long, between the usages ``before`` and ``after``
+        of its thread, blocked or computed (``False``: it was merely preempted;
+        ``True`` where the usage is unknown)."""
         if before is None or after is None:
             return True
         cpu, blocked = after[0] - before[0], after[1] > before[1]
@@ -367,16 +373,23 @@ def single_thread_worker() -> _Worker:
 
 
 class _Timed:
-    __slots__ = ("fn", "args", "kwargs", "elapsed")
+    """A call run on a worker thread, timed there: the seconds it took and, where the
+    platform tells them, the thread's usage before and after (see :func:`_thread_usage`)."""
+
+    __slots__ = ("fn", "args", "kwargs", "elapsed", "before", "after")
 
     def __init__(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> None:
         self.fn, self.args, self.kwargs = fn, args, kwargs
         self.elapsed: float | None = None
+        self.before: tuple[float, int] | None = None
+        self.after: tuple[float, int] | None = None
 
     def __call__(self) -> Any:
+        self.before = _thread_usage()
         start = time.perf_counter()
         result = self.fn(*self.args, **self.kwargs)
         self.elapsed = time.perf_counter() - start
+        self.after = _thread_usage()
         return result
 
 

@@ -361,6 +361,27 @@ def test_a_game_asked_for_through_an_unknown_api_is_a_factory_error():
 # -- how env calls run ---------------------------------------------------------------
 
 
+def test_env_caller_promotes_calls_that_were_only_preempted(monkeypatch):
+    """On a busy machine a fast call on the thread can take long by the clock: where the
+    thread's usage shows it neither computed nor blocked that long, it counts as fast."""
+    from openenv_gym.server import session as session_module
+
+    async def scenario(usage):
+        monkeypatch.setattr(session_module, "_thread_usage", usage)
+        caller = EnvCaller("auto", inline_threshold=0.05, promote_after=3)
+        for _ in range(3):
+            await caller(time.sleep, 0.1)  # as long as a preemption, on the thread
+        inline = caller.inline
+        caller.shutdown()
+        return inline
+
+    assert asyncio.run(scenario(lambda: (1.0, 7)))  # no CPU used, no switch: preempted
+    assert not asyncio.run(scenario(lambda: None))  # usage unknown: the clock decides
+    # (the real usage: sleeping is a voluntary switch, so the call blocked)
+    monkeypatch.undo()
+    assert not asyncio.run(scenario(session_module._thread_usage))
+
+
 def test_env_caller_promotes_fast_calls_and_demotes_slow_ones():
     async def scenario():
         # Thresholds far above what a loaded machine's preemption adds to a trivial call.
