@@ -240,7 +240,7 @@ class EnvCaller:
     ) -> Any:
         if self._worker is None:
             self._worker = single_thread_worker() if self.single_thread else _Worker()
-        timed = _Timed(fn, args, kwargs)
+        timed = _Timed(fn, args, kwargs, usage=self.execution == "auto")  # only "auto" moves calls
         try:
             future = asyncio.wrap_future(self._worker.submit(timed))
             if timeout is None:
@@ -373,23 +373,25 @@ def single_thread_worker() -> _Worker:
 
 
 class _Timed:
-    """A call run on a worker thread, timed there: the seconds it took and, where the
-    platform tells them, the thread's usage before and after (see :func:`_thread_usage`)."""
+    """A call run on a worker thread, timed there: the seconds it took and, with ``usage``
+    and where the platform tells it, the thread's usage before and after (see :func:`_thread_usage`)."""
 
-    __slots__ = ("fn", "args", "kwargs", "elapsed", "before", "after")
+    __slots__ = ("fn", "args", "kwargs", "usage", "elapsed", "before", "after")
 
-    def __init__(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> None:
-        self.fn, self.args, self.kwargs = fn, args, kwargs
+    def __init__(self, fn: Callable[..., Any], args: tuple, kwargs: dict, *, usage: bool) -> None:
+        self.fn, self.args, self.kwargs, self.usage = fn, args, kwargs, usage
         self.elapsed: float | None = None
         self.before: tuple[float, int] | None = None
         self.after: tuple[float, int] | None = None
 
     def __call__(self) -> Any:
-        self.before = _thread_usage()
+        if self.usage:
+            self.before = _thread_usage()
         start = time.perf_counter()
         result = self.fn(*self.args, **self.kwargs)
         self.elapsed = time.perf_counter() - start
-        self.after = _thread_usage()
+        if self.usage:
+            self.after = _thread_usage()
         return result
 
 
