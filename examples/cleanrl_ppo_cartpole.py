@@ -1,28 +1,63 @@
-"""A CleanRL-style PPO loop, written directly against ``RemoteVectorEnv``.
+"""A CleanRL-style PPO loop, written directly against ``RemoteVectorEnv``, with two halves in flight.
 
-    python examples/cleanrl_ppo_cartpole.py [--timesteps 100000] [--seed 1]
+    python examples/cleanrl_ppo_cartpole.py [--timesteps 100000] [--seed 1] [--lockstep]
 
 Single file, no RL library: CleanRL's ``ppo.py`` (rollout buffer, GAE,
 clipped surrogate, value loss, advantage normalisation) with its envs replaced
-by 8 remote CartPoles served by openenv-gym on 127.0.0.1, and RL Zoo's tuned
-CartPole hyperparameters, the ones ``sb3_ppo_cartpole.py`` uses. The vector
-env runs Gymnasium's same-step autoreset, so the loop is CleanRL's own:
-``next_obs`` is already the first observation of the next episode when an env
-finishes.
+by 8 remote CartPoles, and RL Zoo's tuned CartPole hyperparameters, the ones
+``sb3_ppo_cartpole.py`` uses.
+
+The envs are stepped the way CleanRL's EnvPool-async scripts step theirs, in two
+halves (docs/vector.md, "Two halves in flight"). Two ``openenv-gym serve
+CartPole-v1`` processes hold 4 envs each, and
+``RemoteVectorEnv([url_a, url_b], num_envs=8, batch_size=4)`` makes each server's
+envs one half. ``recv()`` returns the half whose server answered first, and its
+actions go straight back with ``send(actions, info["env_id"])``. Meanwhile the
+other server is stepping the other half's 4 CartPoles, so its next answer is
+ready, or nearly, when the policy has dealt with this one. The client's work
+(the policy's forward pass, the buffer writes, encoding and decoding) overlaps
+the servers' work (decoding, stepping, encoding) instead of waiting for it.
+
+This only pays off when a server can run at the same time as the client, on
+another core or another machine. So the servers are processes of their own,
+started here and stopped by PID when the script ends. ``openenv_gym.local_server``
+would run them as threads of this process, where their Python code and the
+client's take turns on one interpreter lock. ``--lockstep`` runs CleanRL's plain
+loop on the same two servers for comparison: every iteration sends one
+``step()`` to all 8 envs and waits for both servers before the policy runs again.
+
+The rollout buffer is indexed by ``[step, env id]``, as in CleanRL's ``ppo.py``.
+Each env's steps are recorded in its own order, whichever half returned first.
+A rollout ends for a half once its envs have taken ``--num-steps`` steps: its
+last observations are held, not sent. They give the bootstrap value of that
+half's GAE, and the first actions of the next rollout come from the updated
+policy, so every transition is on-policy, as in the lockstep loop. The vector
+env runs Gymnasium's same-step autoreset: for an env whose episode just ended,
+``recv()`` and ``step()`` return the first observation of its next episode, the
+reward and termination/truncation of the step that ended it, and that step's
+last observation in ``info["final_obs"]``. So ``done`` stops GAE at the episode
+boundary, and a truncated episode (500 steps) is bootstrapped by adding
+``gamma * V(final_obs)`` to its last reward, as SB3 does (CartPole's time
+limit is not part of the observation, so it is not a real terminal state).
 
 What it measures: after training, 20 episodes on a remote CartPole with the
 policy's most likely action at each step (as SB3's ``evaluate_policy`` with
-``deterministic=True``), reported as mean return +- standard deviation; 500 is
+``deterministic=True``), reported as mean return +- standard deviation. 500 is
 the most an episode can return. The bar is the one docs/benchmarks.md sets for
-SB3 PPO: a mean of at least 450. At the defaults it printed 500.0 +- 0.0 for
-seeds 1, 2 and 3 (verbatim run in docs/examples.md); about 2 minutes of CPU,
-longer on a busy machine. Needs ``pip install 'openenv-gym[sb3]'`` (for torch).
+SB3 PPO: a mean of at least 450. Runs and their times are in docs/examples.md.
+Needs ``pip install 'openenv-gym[sb3]'`` (for torch) and ``openenv-gym[server]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import shutil
+import subprocess
+import sys
+import threading
 import time
+from collections.abc import Iterator
 
 import numpy as np
 import torch
@@ -56,6 +91,145 @@ class Agent(nn.Module):
         return action, distribution.log_prob(action), distribution.entropy(), self.critic(x)
 
 
+class Rollout:
+    """CleanRL's rollout buffer, indexed ``[step, env id]``, filled one group of envs at a time.
+
+    ``act(ids)`` records the envs' current observations and the actions the policy
+    picks; ``observe(ids, ...)`` records what those actions led to. Each env counts its
+    own steps, so the groups may take turns in any order.
+    """
+
+    def __init__(self, agent: Agent, num_steps: int, num_envs: int, obs_dim: int, gamma: float) -> None:
+        self.agent, self.num_steps, self.gamma = agent, num_steps, gamma
+        self.obs = torch.zeros((num_steps, num_envs, obs_dim))
+        self.actions, self.logprobs, self.rewards, self.dones, self.values = (
+            torch.zeros((num_steps, num_envs)) for _ in range(5)
+        )
+        self.next_obs = torch.zeros((num_envs, obs_dim))  # what each env's next action will answer
+        self.next_done = torch.zeros(num_envs)  # 1: next_obs starts a new episode
+        self.steps = torch.zeros(num_envs, dtype=torch.long)  # steps each env has taken in this rollout
+        self.running = np.zeros(num_envs)
+        self.episode_returns: list[float] = []
+
+    def start(self, ids: np.ndarray, obs: np.ndarray) -> None:
+        """The first observations of envs ``ids`` after a reset."""
+        self.next_obs[ids] = torch.as_tensor(obs, dtype=torch.float32)
+        self.next_done[ids] = 0.0
+
+    def act(self, ids: np.ndarray) -> np.ndarray:
+        """The actions of envs ``ids``, recorded at their next step."""
+        at = (self.steps[ids], torch.as_tensor(ids))
+        with torch.no_grad():
+            action, logprob, _, value = self.agent.act(self.next_obs[ids])
+        self.obs[at], self.dones[at] = self.next_obs[ids], self.next_done[ids]
+        self.actions[at], self.logprobs[at], self.values[at] = action.float(), logprob, value.flatten()
+        self.steps[ids] += 1
+        return action.numpy()
+
+    def observe(self, ids: np.ndarray, obs: np.ndarray, reward: np.ndarray, terminated: np.ndarray,
+                truncated: np.ndarray, info: dict) -> None:
+        """What the last actions of envs ``ids`` led to (same-step autoreset)."""
+        done = np.logical_or(terminated, truncated)
+        self.running[ids] += reward
+        self.episode_returns += self.running[ids[done]].tolist()
+        self.running[ids[done]] = 0.0
+        reward = torch.as_tensor(reward, dtype=torch.float32)
+        cut = np.flatnonzero(truncated & ~terminated)  # ended by the time limit: not a terminal state
+        if cut.size:
+            with torch.no_grad():
+                final = torch.as_tensor(np.stack(info["final_obs"][cut]), dtype=torch.float32)
+                reward[cut] += self.gamma * self.agent.value(final).flatten()
+        self.rewards[self.steps[ids] - 1, torch.as_tensor(ids)] = reward
+        self.start(ids, obs)
+        self.next_done[ids] = torch.as_tensor(done, dtype=torch.float32)
+
+    def full(self, ids: np.ndarray) -> bool:
+        return bool((self.steps[ids] == self.num_steps).all())
+
+    def advantages(self, gae_lambda: float) -> tuple[torch.Tensor, torch.Tensor]:
+        """GAE and returns of the full buffer, each env bootstrapped from its own next observation;
+        then the buffer is empty again."""
+        assert bool((self.steps == self.num_steps).all()), "every env must have taken num_steps steps"
+        self.steps[:] = 0
+        with torch.no_grad():
+            next_value = self.agent.value(self.next_obs).reshape(1, -1)
+            advantages, last = torch.zeros_like(self.rewards), 0.0
+            for t in reversed(range(self.num_steps)):
+                nonterminal = 1.0 - (self.next_done if t == self.num_steps - 1 else self.dones[t + 1])
+                following = next_value if t == self.num_steps - 1 else self.values[t + 1]
+                delta = self.rewards[t] + self.gamma * following * nonterminal - self.values[t]
+                advantages[t] = last = delta + self.gamma * gae_lambda * nonterminal * last
+        return advantages, advantages + self.values
+
+
+def collect_lockstep(envs: openenv_gym.RemoteVectorEnv, rollout: Rollout) -> None:
+    """CleanRL's loop: each step sends actions to every env and waits for all of them."""
+    ids = np.arange(envs.num_envs)
+    while not rollout.full(ids):
+        rollout.observe(ids, *envs.step(rollout.act(ids)))
+
+
+def collect_halves(envs: openenv_gym.RemoteVectorEnv, rollout: Rollout, held: list[np.ndarray]) -> None:
+    """Two halves in flight: act on the half that answered first while the other one steps.
+
+    ``held`` are the halves whose observations are known and not yet acted on (all of
+    them, between rollouts); a half is held again once its envs have filled the buffer.
+    """
+    for ids in held:
+        envs.send(rollout.act(ids), ids)
+    in_flight = len(held)
+    held.clear()
+    while in_flight:
+        obs, reward, terminated, truncated, info = envs.recv()
+        ids = info["env_id"]
+        rollout.observe(ids, obs, reward, terminated, truncated, info)
+        if rollout.full(ids):
+            held.append(ids)
+            in_flight -= 1
+        else:
+            envs.send(rollout.act(ids), ids)
+
+
+@contextlib.contextmanager
+def cartpole_servers(count: int, max_sessions: int) -> Iterator[list[str]]:
+    """``count`` ``openenv-gym serve CartPole-v1`` processes on 127.0.0.1 (their URLs),
+    each stopped by its PID on exit, whatever happened inside the block."""
+    processes: list[subprocess.Popen] = []
+    try:
+        urls = []
+        for _ in range(count):
+            process = subprocess.Popen(
+                [sys.executable, "-m", "openenv_gym.cli", "serve", "CartPole-v1", "--port", "0",
+                 "--max-sessions", str(max_sessions)],
+                stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            )
+            processes.append(process)
+            urls.append(served_url(process))
+        yield urls
+    finally:
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(5)
+
+
+def served_url(process: subprocess.Popen) -> str:
+    """The URL a starting ``openenv-gym serve`` logs once it listens (port 0: any free port).
+    Its log lines are passed on to this process's stderr."""
+    assert process.stderr is not None
+    for line in process.stderr:
+        sys.stderr.write(line)
+        if " url=" in line:
+            threading.Thread(target=shutil.copyfileobj, args=(process.stderr, sys.stderr), daemon=True).start()
+            return line.rsplit(" url=", 1)[1].split()[0]
+    raise RuntimeError(f"openenv-gym serve exited with status {process.wait()} before listening (see above); "
+                       f"is openenv-gym[server] installed?")
+
+
 def evaluate(agent: Agent, env: openenv_gym.RemoteEnv, episodes: int, seed: int) -> np.ndarray:
     """The returns of ``episodes`` episodes on ``env`` (then closed), each action the
     policy's most likely one (SB3's ``evaluate_policy(..., deterministic=True)``)."""
@@ -74,13 +248,17 @@ def evaluate(agent: Agent, env: openenv_gym.RemoteEnv, episodes: int, seed: int)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description="CleanRL-style PPO on RemoteVectorEnv")
+    parser = argparse.ArgumentParser(description="CleanRL-style PPO on RemoteVectorEnv, two halves in flight")
     parser.add_argument("--timesteps", type=int, default=100_000)
-    parser.add_argument("--num-envs", type=int, default=8)
-    parser.add_argument("--num-steps", type=int, default=32)
+    parser.add_argument("--num-envs", type=int, default=8, help="envs in all, half on each server (even)")
+    parser.add_argument("--num-steps", type=int, default=32, help="steps of each env per rollout")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--eval-episodes", type=int, default=20)
+    parser.add_argument("--lockstep", action="store_true",
+                        help="step all envs together with step(), CleanRL's plain loop, to compare")
     args = parser.parse_args()
+    if args.num_envs < 2 or args.num_envs % 2:
+        parser.error(f"--num-envs must be even, one half on each server, not {args.num_envs}")
     # RL Zoo's tuned PPO hyperparameters for CartPole-v1, as in sb3_ppo_cartpole.py.
     lr, gamma, gae_lambda, epochs, minibatches = 1e-3, 0.98, 0.8, 20, 1
     clip, ent_coef, vf_coef, max_grad_norm = 0.2, 0.0, 0.5, 0.5
@@ -89,48 +267,36 @@ def main() -> None:
     torch.set_num_threads(1)  # 64-unit layers: more threads only add synchronisation
     rng = np.random.default_rng(args.seed)
 
-    with openenv_gym.local_server("CartPole-v1", max_sessions=args.num_envs) as url:
-        envs = openenv_gym.RemoteVectorEnv(url, num_envs=args.num_envs, autoreset_mode="SameStep")
+    with cartpole_servers(2, max_sessions=args.num_envs) as urls:
+        # One half per server: envs 0..N/2-1 on the first, the rest on the second.
+        envs = openenv_gym.RemoteVectorEnv(urls, num_envs=args.num_envs, batch_size=args.num_envs // 2,
+                                           autoreset_mode="SameStep")
         obs_dim = int(np.prod(envs.single_observation_space.shape))
         agent = Agent(obs_dim, int(envs.single_action_space.n))
         optimizer = torch.optim.Adam(agent.parameters(), lr=lr, eps=1e-5)
-
-        obs = torch.zeros((args.num_steps, args.num_envs, obs_dim))
-        actions = torch.zeros((args.num_steps, args.num_envs))
-        logprobs, rewards, dones, values = (torch.zeros((args.num_steps, args.num_envs)) for _ in range(4))
-        next_obs = torch.as_tensor(envs.reset(seed=args.seed)[0], dtype=torch.float32)
-        next_done = torch.zeros(args.num_envs)
-        episode_returns, running = [], np.zeros(args.num_envs)
+        rollout = Rollout(agent, args.num_steps, args.num_envs, obs_dim, gamma)
+        held: list[np.ndarray] = []
+        if args.lockstep:
+            rollout.start(np.arange(args.num_envs), envs.reset(seed=args.seed)[0])
+        else:
+            envs.async_reset(seed=args.seed)  # env i seeded seed + i, as reset(seed=seed) does
+            for _ in range(2):
+                obs, *_, info = envs.recv()
+                rollout.start(info["env_id"], obs)
+                held.append(info["env_id"])
         start, updates = time.perf_counter(), args.timesteps // batch
 
         for update in range(1, updates + 1):
             remaining = 1.0 - (update - 1.0) / updates  # learning rate and clip range anneal linearly
             optimizer.param_groups[0]["lr"] = lr * remaining
-            for step in range(args.num_steps):
-                obs[step], dones[step] = next_obs, next_done
-                with torch.no_grad():
-                    action, logprob, _, value = agent.act(next_obs)
-                values[step], actions[step], logprobs[step] = value.flatten(), action, logprob
-                raw_obs, reward, terminated, truncated, _ = envs.step(action.numpy())
-                done = np.logical_or(terminated, truncated)
-                running += reward
-                episode_returns += running[done].tolist()
-                running[done] = 0.0
-                rewards[step] = torch.as_tensor(reward, dtype=torch.float32)
-                next_obs = torch.as_tensor(raw_obs, dtype=torch.float32)
-                next_done = torch.as_tensor(done, dtype=torch.float32)
+            if args.lockstep:
+                collect_lockstep(envs, rollout)
+            else:
+                collect_halves(envs, rollout, held)
+            advantages, returns = rollout.advantages(gae_lambda)
 
-            with torch.no_grad():  # generalized advantage estimation
-                next_value = agent.value(next_obs).reshape(1, -1)
-                advantages, last = torch.zeros_like(rewards), 0.0
-                for t in reversed(range(args.num_steps)):
-                    nonterminal = 1.0 - (next_done if t == args.num_steps - 1 else dones[t + 1])
-                    following = next_value if t == args.num_steps - 1 else values[t + 1]
-                    delta = rewards[t] + gamma * following * nonterminal - values[t]
-                    advantages[t] = last = delta + gamma * gae_lambda * nonterminal * last
-                returns = advantages + values
-
-            b_obs, b_actions, b_logprobs = obs.reshape(-1, obs_dim), actions.reshape(-1), logprobs.reshape(-1)
+            b_obs = rollout.obs.reshape(-1, obs_dim)
+            b_actions, b_logprobs = rollout.actions.reshape(-1), rollout.logprobs.reshape(-1)
             b_advantages, b_returns = advantages.reshape(-1), returns.reshape(-1)
             indices = np.arange(batch)
             for _ in range(epochs):
@@ -149,12 +315,14 @@ def main() -> None:
                     nn.utils.clip_grad_norm_(agent.parameters(), max_grad_norm)
                     optimizer.step()
             if update % 10 == 0 or update == updates:
-                recent = np.mean(episode_returns[-20:]) if episode_returns else float("nan")
+                recent = np.mean(rollout.episode_returns[-20:]) if rollout.episode_returns else float("nan")
                 print(f"update {update:3d}/{updates}: {update * batch:6d} steps, "
                       f"mean return (last 20 episodes) {recent:6.1f}", flush=True)
-        print(f"trained {updates * batch} steps in {time.perf_counter() - start:.0f} s", flush=True)
+        how = "lockstep step() on" if args.lockstep else "two halves in flight over"
+        print(f"trained {updates * batch} steps in {time.perf_counter() - start:.0f} s, "
+              f"{how} 2 servers", flush=True)
         envs.close()
-        returns = evaluate(agent, openenv_gym.RemoteEnv(url), args.eval_episodes, seed=args.seed)
+        returns = evaluate(agent, openenv_gym.RemoteEnv(urls[0]), args.eval_episodes, seed=args.seed)
     print(f"evaluation on the remote CartPole ({args.eval_episodes} episodes, greedy actions): "
           f"mean return {returns.mean():.1f} +- {returns.std():.1f} (max 500)")
 
