@@ -22,7 +22,10 @@ This only pays off when a server can run at the same time as the client, on
 another core or another machine. So the servers are processes of their own,
 started here and stopped by PID when the script ends. ``openenv_gym.local_server``
 would run them as threads of this process, where their Python code and the
-client's take turns on one interpreter lock. ``--lockstep`` runs CleanRL's plain
+client's take turns on one interpreter lock. They do not busy-poll
+(``--busy-poll 0``): a server's next message comes only after the client has
+dealt with the other half, and spinning until then takes a core the client
+needs (on 2 cores it made collecting almost twice as slow). ``--lockstep`` runs CleanRL's plain
 loop on the same two servers for comparison: every iteration sends one
 ``step()`` to all 8 envs and waits for both servers before the policy runs again.
 
@@ -200,7 +203,7 @@ def cartpole_servers(count: int, max_sessions: int) -> Iterator[list[str]]:
         for _ in range(count):
             process = subprocess.Popen(
                 [sys.executable, "-m", "openenv_gym.cli", "serve", "CartPole-v1", "--port", "0",
-                 "--max-sessions", str(max_sessions)],
+                 "--max-sessions", str(max_sessions), "--busy-poll", "0"],
                 stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
             )
             processes.append(process)
@@ -284,15 +287,17 @@ def main() -> None:
                 obs, *_, info = envs.recv()
                 rollout.start(info["env_id"], obs)
                 held.append(info["env_id"])
-        start, updates = time.perf_counter(), args.timesteps // batch
+        start, updates, collecting = time.perf_counter(), args.timesteps // batch, 0.0
 
         for update in range(1, updates + 1):
             remaining = 1.0 - (update - 1.0) / updates  # learning rate and clip range anneal linearly
             optimizer.param_groups[0]["lr"] = lr * remaining
+            began = time.perf_counter()
             if args.lockstep:
                 collect_lockstep(envs, rollout)
             else:
                 collect_halves(envs, rollout, held)
+            collecting += time.perf_counter() - began
             advantages, returns = rollout.advantages(gae_lambda)
 
             b_obs = rollout.obs.reshape(-1, obs_dim)
@@ -319,8 +324,8 @@ def main() -> None:
                 print(f"update {update:3d}/{updates}: {update * batch:6d} steps, "
                       f"mean return (last 20 episodes) {recent:6.1f}", flush=True)
         how = "lockstep step() on" if args.lockstep else "two halves in flight over"
-        print(f"trained {updates * batch} steps in {time.perf_counter() - start:.0f} s, "
-              f"{how} 2 servers", flush=True)
+        print(f"trained {updates * batch} steps in {time.perf_counter() - start:.0f} s, of which "
+              f"{collecting:.0f} s collecting rollouts ({how} 2 servers)", flush=True)
         envs.close()
         returns = evaluate(agent, openenv_gym.RemoteEnv(urls[0]), args.eval_episodes, seed=args.seed)
     print(f"evaluation on the remote CartPole ({args.eval_episodes} episodes, greedy actions): "
