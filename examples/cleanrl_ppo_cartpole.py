@@ -25,20 +25,29 @@ would run them as threads of this process, where their Python code and the
 client's take turns on one interpreter lock. They do not busy-poll
 (``--busy-poll 0``): a server's next message comes only after the client has
 dealt with the other half, and spinning until then takes a core the client
-needs (on 2 cores it made collecting almost twice as slow). ``--lockstep`` runs CleanRL's plain
-loop on the same two servers for comparison: every iteration sends one
-``step()`` to all 8 envs and waits for both servers before the policy runs again.
+needs (on 2 cores it made collecting 1.6 to 1.9 times slower).
+
+How much the halves save depends on how the work splits. A CartPole step costs
+microseconds, so here the client's work per half dominates, and two halves
+double the policy's forward passes per env step. On 2 shared cores (the runs in
+docs/examples.md), collecting took about as long as in lockstep, or longer.
+The pattern pays off for envs whose steps cost as much as the client's work,
+with a core for each server. ``--lockstep`` runs CleanRL's plain loop on the
+same two servers for comparison: every iteration sends one ``step()`` to all 8
+envs and waits for both servers before the policy runs again.
 
 The rollout buffer is indexed by ``[step, env id]``, as in CleanRL's ``ppo.py``.
 Each env's steps are recorded in its own order, whichever half returned first.
 A rollout ends for a half once its envs have taken ``--num-steps`` steps: its
 last observations are held, not sent. They give the bootstrap value of that
 half's GAE, and the first actions of the next rollout come from the updated
-policy, so every transition is on-policy, as in the lockstep loop. The vector
-env runs Gymnasium's same-step autoreset: for an env whose episode just ended,
-``recv()`` and ``step()`` return the first observation of its next episode, the
-reward and termination/truncation of the step that ended it, and that step's
-last observation in ``info["final_obs"]``. So ``done`` stops GAE at the episode
+policy, so every transition is on-policy, as in the lockstep loop (CleanRL's
+async scripts step each env once more instead, with the old policy, and keep
+that step only for its bootstrap observation). The vector env runs Gymnasium's
+same-step autoreset: for an env whose episode just ended, ``recv()`` and
+``step()`` return the first observation of its next episode, the reward and
+termination/truncation of the step that ended it, and that step's last
+observation in ``info["final_obs"]``. So ``done`` stops GAE at the episode
 boundary, and a truncated episode (500 steps) is bootstrapped by adding
 ``gamma * V(final_obs)`` to its last reward, as SB3 does (CartPole's time
 limit is not part of the observation, so it is not a real terminal state).
@@ -48,7 +57,7 @@ policy's most likely action at each step (as SB3's ``evaluate_policy`` with
 ``deterministic=True``), reported as mean return +- standard deviation. 500 is
 the most an episode can return. The bar is the one docs/benchmarks.md sets for
 SB3 PPO: a mean of at least 450. Runs and their times are in docs/examples.md.
-Needs ``pip install 'openenv-gym[sb3]'`` (for torch) and ``openenv-gym[server]``.
+Needs ``pip install 'openenv-gym[sb3]'`` (torch, and the server).
 """
 
 from __future__ import annotations
@@ -229,8 +238,7 @@ def served_url(process: subprocess.Popen) -> str:
         if " url=" in line:
             threading.Thread(target=shutil.copyfileobj, args=(process.stderr, sys.stderr), daemon=True).start()
             return line.rsplit(" url=", 1)[1].split()[0]
-    raise RuntimeError(f"openenv-gym serve exited with status {process.wait()} before listening (see above); "
-                       f"is openenv-gym[server] installed?")
+    raise RuntimeError(f"openenv-gym serve exited with status {process.wait()} before listening; its error is above")
 
 
 def evaluate(agent: Agent, env: openenv_gym.RemoteEnv, episodes: int, seed: int) -> np.ndarray:
