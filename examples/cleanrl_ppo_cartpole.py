@@ -30,7 +30,7 @@ needs (on 2 cores it made collecting 1.6 to 1.9 times slower).
 How much the halves save depends on how the work splits. A CartPole step costs
 microseconds, so here the client's work per half dominates, and two halves
 double the policy's forward passes per env step. On 2 shared cores (the runs in
-docs/examples.md), collecting took about as long as in lockstep, or longer.
+docs/examples.md), collecting was no faster than in lockstep.
 The pattern pays off for envs whose steps cost as much as the client's work,
 with a core for each server. ``--lockstep`` runs CleanRL's plain loop on the
 same two servers for comparison: every iteration sends one ``step()`` to all 8
