@@ -519,7 +519,7 @@ def render(data: dict[str, Any]) -> str:
         "",
         f"Command: `{data['command']}` ({a['reps']} rounds x {a['window_s']} s windows; median [min–max] "
         f"over the rounds). Base: {names.get('base')}; head: {names.get('head')} (commit subjects in "
-        f"`benchmarks/results/ab.json`). Machine: {H.format_machine(machine) if machine else '-'}. "
+        f"`benchmarks/results/{'ab-loaded' if a.get('load') else 'ab'}.json`). Machine: {H.format_machine(machine) if machine else '-'}. "
         f"Started {data['started'][:19]}, load average {machine.get('loadavg_at_start')}.",
         "",
         "This VM runs CPU-bound Python at a speed that drifts from day to day by more than most changes "
