@@ -513,13 +513,14 @@ def render(data: dict[str, Any]) -> str:
     names = {side: side_name(info) for side, info in sides.items()}
     names["control"] = "(head's code again)"
     loaded_on_purpose = a.get("load", 0)
+    results_name = (LOADED_RESULTS_PATH if loaded_on_purpose else RESULTS_PATH).name
     lines = [
         "## A/B: two checkouts of openenv-gym side by side"
         + (f", on a machine with {loaded_on_purpose} core(s) kept busy" if loaded_on_purpose else ""),
         "",
         f"Command: `{data['command']}` ({a['reps']} rounds x {a['window_s']} s windows; median [min–max] "
         f"over the rounds). Base: {names.get('base')}; head: {names.get('head')} (commit subjects in "
-        f"`benchmarks/results/{'ab-loaded' if a.get('load') else 'ab'}.json`). Machine: {H.format_machine(machine) if machine else '-'}. "
+        f"`benchmarks/results/{results_name}`). Machine: {H.format_machine(machine) if machine else '-'}. "
         f"Started {data['started'][:19]}, load average {machine.get('loadavg_at_start')}.",
         "",
         "This VM runs CPU-bound Python at a speed that drifts from day to day by more than most changes "
