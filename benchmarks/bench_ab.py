@@ -4,6 +4,7 @@
     python benchmarks/bench_ab.py --base db3b301          # any git revision: 9 rounds, ~7 min
     python benchmarks/bench_ab.py --base-path ../other    # a checkout already on disk
     python benchmarks/bench_ab.py --base main --quick     # 2 rounds x 0.5 s windows, ~2 min
+    python benchmarks/bench_ab.py --base main --load 1    # on a machine one core of which is busy
 
 Figures taken on another day cannot tell whether a change made openenv-gym faster:
 on a shared VM the speed of CPU-bound Python drifts by more than most changes do.
@@ -42,6 +43,11 @@ start order would otherwise favour one side for the whole run (two runs of the s
 code, each keeping its processes, came out 10-20% apart, the side started later the
 cheaper one).
 
+``--load K`` measures a busy machine on purpose: K processes spin, one core each, from
+before the first server starts to the end (stopped by PID), as other work would on a
+shared machine; no window is measured again for the load then. The results go to
+``benchmarks/results/ab-loaded.json`` and the ``ab-loaded`` section instead.
+
 Writes ``benchmarks/results/ab.json`` (every window) and the ``ab`` section of
 ``docs/benchmarks.md`` (not with ``--no-doc``, nor after a global timeout). Server
 and client logs: ``benchmarks/results/logs/``.
@@ -72,9 +78,11 @@ import bench_single  # noqa: E402
 import bench_vector  # noqa: E402
 
 RESULTS_PATH = HERE / "results" / "ab.json"
+LOADED_RESULTS_PATH = HERE / "results" / "ab-loaded.json"
 LOG_DIR = HERE / "results" / "logs"
 DOC_PATH = ROOT / "docs" / "benchmarks.md"
 DOC_TAG = "ab"
+LOADED_DOC_TAG = "ab-loaded"
 DOC_INTRO = "# Benchmarks\n"
 PACKAGES = ["openenv", "gymnasium", "numpy", "websockets", "msgpack", "uvicorn", "starlette", "uvloop"]
 #: The sides of each of our configs: "control" runs the head's code again, with servers and
@@ -240,8 +248,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--wait-idle", type=float, default=0.0, metavar="SECONDS",
                    help="first wait up to SECONDS for other processes to leave the CPUs idle "
                         "(< 0.25 cores busy); default 0: start at once")
+    p.add_argument("--load", type=int, default=0, metavar="K",
+                   help="K processes keep one core each busy throughout (a loaded machine, on purpose); "
+                        "no window is measured again for it")
     p.add_argument("--no-doc", action="store_true", help="do not rewrite docs/benchmarks.md")
     args = p.parse_args(argv)
+    if args.load < 0:
+        p.error("--load is a number of processes, 0 or more")
+    if args.load:
+        args.retries = 0
     args.reps = args.reps or (2 if args.quick else 9)
     args.window = args.window or (0.5 if args.quick else 1.5)
     return args
@@ -271,6 +286,7 @@ def main(argv: list[str] | None = None) -> int:
             machine = H.machine_info(PACKAGES)
             H.progress(f"bench_ab: {args.reps} rounds x {args.window} s windows; machine: "
                        f"{H.format_machine(machine)}")
+            start_load(processes, args.load, args.timeout)
             servers = start_servers(processes, roots, envs)
             workers = {key: processes.add(H.ClientWorker(
                            key, env=envs[key.rsplit("/", 1)[-1]] if cfg.ours else None,
@@ -288,14 +304,25 @@ def main(argv: list[str] | None = None) -> int:
 
     data = build_results(args, command, started, time.perf_counter() - t0, machine, sides, results,
                          rejected, errors, incomplete)
-    H.write_json(RESULTS_PATH, data)
-    H.progress(f"wrote {RESULTS_PATH.relative_to(ROOT)}")
+    results_path, tag = (LOADED_RESULTS_PATH, LOADED_DOC_TAG) if args.load else (RESULTS_PATH, DOC_TAG)
+    H.write_json(results_path, data)
+    H.progress(f"wrote {results_path.relative_to(ROOT)}")
     text = render(data)
     print("\n" + text, flush=True)
     if not args.no_doc and not incomplete:
-        H.update_markdown_section(DOC_PATH, DOC_TAG, text, DOC_INTRO)
-        H.progress(f"rewrote the '{DOC_TAG}' section of {DOC_PATH.relative_to(ROOT)}")
+        H.update_markdown_section(DOC_PATH, tag, text, DOC_INTRO)
+        H.progress(f"rewrote the '{tag}' section of {DOC_PATH.relative_to(ROOT)}")
     return 1 if incomplete else 0
+
+
+def start_load(processes: H.ProcessSet, count: int, seconds: float) -> None:
+    """``count`` processes that each keep a core busy for at most ``seconds`` (``--load``)."""
+    spin = f"import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end:\n    pass\n"
+    for i in range(count):
+        processes.add(H.ManagedProcess(f"load-{i}", [sys.executable, "-c", spin],
+                                       log_path=LOG_DIR / f"ab-load-{i}.log")).start()
+    if count:
+        H.progress(f"{count} process(es) keep a core busy each (--load)")
 
 
 def start_servers(processes: H.ProcessSet, roots: dict[str, Path], envs: dict[str, dict[str, str]]
@@ -443,7 +470,7 @@ def build_results(args: argparse.Namespace, command: str, started: _dt.datetime,
     return {
         "benchmark": "ab", "command": command, "started": started.isoformat(timespec="seconds"),
         "duration_s": round(duration, 1), "incomplete": incomplete,
-        "args": {"reps": args.reps, "window_s": args.window, "retries": args.retries,
+        "args": {"reps": args.reps, "window_s": args.window, "retries": args.retries, "load": args.load,
                  "retry_budget": args.retry_budget, "wait_idle": args.wait_idle, "timeout_s": args.timeout},
         "machine": machine, "sides": sides,
         "configs": {cfg.name: {"group": cfg.group, "label": cfg.label, "client": cfg.client,
@@ -485,12 +512,15 @@ def render(data: dict[str, Any]) -> str:
     sides, a, machine = data["sides"], data["args"], data["machine"]
     names = {side: side_name(info) for side, info in sides.items()}
     names["control"] = "(head's code again)"
+    loaded_on_purpose = a.get("load", 0)
+    results_name = (LOADED_RESULTS_PATH if loaded_on_purpose else RESULTS_PATH).name
     lines = [
-        "## A/B: two checkouts of openenv-gym side by side",
+        "## A/B: two checkouts of openenv-gym side by side"
+        + (f", on a machine with {loaded_on_purpose} core(s) kept busy" if loaded_on_purpose else ""),
         "",
         f"Command: `{data['command']}` ({a['reps']} rounds x {a['window_s']} s windows; median [min–max] "
         f"over the rounds). Base: {names.get('base')}; head: {names.get('head')} (commit subjects in "
-        f"`benchmarks/results/ab.json`). Machine: {H.format_machine(machine) if machine else '-'}. "
+        f"`benchmarks/results/{results_name}`). Machine: {H.format_machine(machine) if machine else '-'}. "
         f"Started {data['started'][:19]}, load average {machine.get('loadavg_at_start')}.",
         "",
         "This VM runs CPU-bound Python at a speed that drifts from day to day by more than most changes "
@@ -509,6 +539,11 @@ def render(data: dict[str, Any]) -> str:
         "sensitive to the machine's wake-up latency.",
         "",
     ]
+    if loaded_on_purpose:
+        lines += [f"Loaded on purpose (`--load {loaded_on_purpose}`): {loaded_on_purpose} process(es) "
+                  f"spinning on a core each for the whole run, as other work on a shared machine would, "
+                  f"so every client and server below shares the remaining cores; no window was measured "
+                  f"again for the load.", ""]
     loads = [w["other_load_cores"] for ws in data["windows"].values() for w in ws
              if w and w.get("other_load_cores") is not None]
     if loads:
@@ -519,7 +554,7 @@ def render(data: dict[str, Any]) -> str:
                   f"{machine.get('cpus')}): median {s['median']:.2f}, max {s['max']:.2f}; {redone} window(s) "
                   f"measured again because of it; {loaded} of {len(loads)} kept windows ran with more than "
                   f"{LOADED_CORES} cores of it.", ""]
-        if loaded:
+        if loaded and not loaded_on_purpose:
             lines += [f"**Warning: in {loaded} of {len(loads)} windows the client and server under test "
                       f"shared the cores with other processes: their figures swing with that load, and "
                       f"busy polling, which needs a core for each side, suffers most. The per-round ratios "

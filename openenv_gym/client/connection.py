@@ -47,7 +47,7 @@ from websockets.typing import Subprotocol
 from websockets.uri import parse_uri
 
 from ..errors import ConnectionClosedError, MessageTimeoutError
-from ..protocol import PROCESS_HEADER, PROCESS_TOKEN, is_loopback
+from ..protocol import PROCESS_HEADER, PROCESS_TOKEN, is_loopback, spin_turn
 from .options import ConnectOptions
 
 __all__ = ["Connection", "wait_for_messages", "ws_url", "http_url", "get_json"]
@@ -291,6 +291,7 @@ class Connection:
                 try:
                     data = sock.recv(_RECV_BYTES)
                 except (BlockingIOError, ssl.SSLWantReadError):
+                    spin_turn()  # the server may be waiting for this core to answer
                     continue
                 except OSError as exc:
                     self._lost(exc)

@@ -48,6 +48,7 @@ from .frames import (
     Limits,
     check_shape,
     is_loopback,
+    spin_turn,
 )
 from .hints import apply_type_hints, jsonable, number_hint, type_hints
 from .messages import (
@@ -82,6 +83,7 @@ __all__ = [
     "Limits",
     "check_shape",
     "is_loopback",
+    "spin_turn",
     "JSON_SUBPROTOCOL",
     "MSGPACK_SUBPROTOCOL",
     "SUBPROTOCOLS",

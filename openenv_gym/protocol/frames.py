@@ -19,7 +19,9 @@ a peer in this very process.
 
 from __future__ import annotations
 
+import os
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +38,7 @@ __all__ = [
     "PROCESS_HEADER",
     "PROCESS_TOKEN",
     "is_loopback",
+    "spin_turn",
 ]
 
 #: One WebSocket message: text (JSON) or binary (msgpack).
@@ -56,6 +59,14 @@ PROCESS_HEADER = "x-openenv-gym-process"
 #: same one run in one process, under one GIL: neither busy-polls for the
 #: other there, since a spinning thread would only slow the one it waits for.
 PROCESS_TOKEN = secrets.token_hex(8)
+
+#: One turn of a busy-poll loop, on either side of a loopback connection:
+#: ``sched_yield(2)`` first lets the threads waiting for this core run (the
+#: peer that is to answer, another server, an env's own threads; it releases
+#: the GIL, so this process's other threads too). With a core to spare it costs
+#: a system call; on a busy machine the spinning side no longer holds a core
+#: the answer needs. Where there is no ``sched_yield`` (Windows), it does nothing.
+spin_turn: Callable[[], None] = getattr(os, "sched_yield", lambda: None)
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,11 @@ only while some loopback session's last reply is younger than ``window``,
 and only for sessions whose env calls run inline (a slow env's step dwarfs a
 wake-up). The client side is :data:`~openenv_gym.client.connection.LOOPBACK_BUSY_POLL`.
 
+Each turn first offers the core to whatever else waits for it
+(:data:`~openenv_gym.protocol.frames.spin_turn`): on a busy machine the
+spinning loop no longer holds a core that the client, another server or the
+env's own threads need to produce the very message it waits for.
+
     >>> import asyncio
     >>> async def main():
     ...     poll = BusyPoll(0.001)
@@ -27,6 +32,8 @@ from __future__ import annotations
 
 import asyncio
 import time
+
+from ..protocol import spin_turn
 
 __all__ = ["BusyPoll", "DEFAULT_BUSY_POLL"]
 
@@ -59,6 +66,7 @@ class BusyPoll:
     async def _spin(self) -> None:
         try:
             while time.perf_counter() < self._until:
+                spin_turn()
                 await asyncio.sleep(0)  # a ready task makes the loop poll without sleeping
         finally:
             self._task = None

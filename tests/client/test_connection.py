@@ -34,6 +34,23 @@ def test_a_client_waiting_longer_than_its_window_blocks_instead_of_spinning(wind
     assert used < window + 0.03, f"{used * 1000:.1f} ms of CPU for a {window * 1000:.0f} ms window"
 
 
+def test_a_polling_connection_offers_the_core_on_each_empty_read(monkeypatch):
+    """While it polls, every read that finds nothing yields the core (``sched_yield``):
+    the server that is to answer may be waiting for it."""
+    turns = []
+    monkeypatch.setattr("openenv_gym.client.connection.spin_turn", lambda: turns.append(1))
+    app = openenv_gym.create_app(functools.partial(SlowEnv, delay=0.05), execution="thread")
+    with asgi_server(app) as url:
+        env = openenv_gym.RemoteEnv(url, busy_poll=0.02)
+        try:
+            env.reset(seed=0)
+            turns.clear()
+            env.step(1)
+        finally:
+            env.close()
+    assert len(turns) > 10
+
+
 def test_one_connection_per_process_polls_at_a_time():
     """While one connection of this process polls, another waiting for a reply
     blocks at once (two spinning threads would take turns on the GIL). Checked

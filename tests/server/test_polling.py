@@ -35,6 +35,21 @@ def test_a_window_spins_then_ends_and_zero_never_spins():
     assert asyncio.run(scenario()) == [True, False, False]
 
 
+def test_each_turn_of_a_window_offers_the_core_to_others(monkeypatch):
+    """The spinning loop yields the core on every turn (``sched_yield``), so on a busy
+    machine it does not hold a core the message it waits for needs."""
+    turns = []
+    monkeypatch.setattr("openenv_gym.server.polling.spin_turn", lambda: turns.append(1))
+
+    async def scenario() -> None:
+        poll = BusyPoll(0.02)
+        poll.after_reply()
+        await asyncio.sleep(0.1)
+
+    asyncio.run(scenario())
+    assert len(turns) > 10
+
+
 def test_negative_windows_are_refused_on_both_sides(cartpole_url):
     with pytest.raises(ValueError, match="busy_poll"):
         openenv_gym.create_app("CartPole-v1", busy_poll=-1)
