@@ -30,14 +30,15 @@ needs (on 2 cores it made collecting 1.6 to 1.9 times slower).
 How much the halves save depends on how the work splits. A CartPole step costs
 microseconds, so here the client's work per half dominates, and two halves
 double the policy's forward passes per env step. On 2 shared cores (the runs in
-docs/examples.md), collecting was no faster than in lockstep.
-The pattern pays off for envs whose steps cost as much as the client's work,
-with a core for each server. ``--lockstep`` runs CleanRL's plain loop on the
+docs/examples.md), collecting was no faster than in lockstep. The pattern is
+meant for envs whose steps cost about as much as the client's work, with a core
+for each server. ``--lockstep`` runs CleanRL's plain loop on the
 same two servers for comparison: every iteration sends one ``step()`` to all 8
 envs and waits for both servers before the policy runs again.
 
 The rollout buffer is indexed by ``[step, env id]``, as in CleanRL's ``ppo.py``.
-Each env's steps are recorded in its own order, whichever half returned first.
+Each env's steps are recorded in its own order, whichever half returned first
+(that order varies, so unlike ``--lockstep`` a seed does not replay a run).
 A rollout ends for a half once its envs have taken ``--num-steps`` steps: its
 last observations are held, not sent. They give the bootstrap value of that
 half's GAE, and the first actions of the next rollout come from the updated
@@ -124,7 +125,7 @@ class Rollout:
         self.episode_returns: list[float] = []
 
     def start(self, ids: np.ndarray, obs: np.ndarray) -> None:
-        """The first observations of envs ``ids`` after a reset."""
+        """The first observations of envs ``ids``, after a reset."""
         self.next_obs[ids] = torch.as_tensor(obs, dtype=torch.float32)
         self.next_done[ids] = 0.0
 
@@ -152,7 +153,7 @@ class Rollout:
                 final = torch.as_tensor(np.stack(info["final_obs"][cut]), dtype=torch.float32)
                 reward[cut] += self.gamma * self.agent.value(final).flatten()
         self.rewards[self.steps[ids] - 1, torch.as_tensor(ids)] = reward
-        self.start(ids, obs)
+        self.next_obs[ids] = torch.as_tensor(obs, dtype=torch.float32)
         self.next_done[ids] = torch.as_tensor(done, dtype=torch.float32)
 
     def full(self, ids: np.ndarray) -> bool:
