@@ -24,8 +24,8 @@ started here and stopped by PID when the script ends. ``openenv_gym.local_server
 would run them as threads of this process, where their Python code and the
 client's take turns on one interpreter lock. They do not busy-poll
 (``--busy-poll 0``): a server's next message comes only after the client has
-dealt with the other half, and spinning until then takes a core the client
-needs (on 2 cores it made collecting 1.6 to 1.9 times slower).
+dealt with the other half, so spinning for it mostly burns CPU (on 2 cores,
+short runs with polling were no faster and took about 15% more CPU time).
 
 How much the halves save depends on how the work splits. A CartPole step costs
 microseconds, so here the client's work per half dominates, and two halves
