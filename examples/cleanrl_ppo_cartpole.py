@@ -66,6 +66,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -279,6 +280,9 @@ def main() -> None:
     torch.set_num_threads(1)  # 64-unit layers: more threads only add synchronisation
     rng = np.random.default_rng(args.seed)
 
+    # A SIGTERM (a job scheduler's stop) ends the script as Ctrl-C does, through the finally
+    # blocks that stop the servers: they do not watch this process and would outlive it.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     with cartpole_servers(2, max_sessions=args.num_envs) as urls:
         # One half per server: envs 0..N/2-1 on the first, the rest on the second.
         envs = openenv_gym.RemoteVectorEnv(urls, num_envs=args.num_envs, batch_size=args.num_envs // 2,
