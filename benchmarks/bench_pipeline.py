@@ -11,6 +11,10 @@ every client and every server in its own process on 127.0.0.1, stopped by PID:
 - ``envpool``: an EnvPool pool in the client process (``num_threads=2``);
 - ``remote_envpool``: ``RemoteVectorEnv`` batched (msgpack) against
   ``openenv-gym serve envpool:CartPole-v1`` (a batched session steps one pool);
+- ``envpool_halves``: ``RemoteVectorEnv([url, url], 64, batch_size=32)`` against that
+  one EnvPool server, two sessions of 32 envs (a pool each), driven as ``halves``: the
+  server's pool steps one half, its threads outside the GIL, while the server's event
+  loop and the client handle the other;
 - ``lockstep``: ``RemoteVectorEnv`` batched ``step()`` against one
   ``openenv-gym serve CartPole-v1`` (a ``SyncVectorEnv`` in the server);
 - ``halves``: ``RemoteVectorEnv([url_a, url_b], 64, batch_size=32)`` against two such
@@ -48,13 +52,18 @@ KINDS = {
     "sync": "gymnasium SyncVectorEnv, in-process (the anchor)",
     "envpool": "EnvPool, in-process (num_threads=2)",
     "remote_envpool": "RemoteVectorEnv batched, EnvPool backend (one server)",
+    "envpool_halves": "RemoteVectorEnv send/recv, EnvPool backend, two halves in flight (one server)",
     "lockstep": "RemoteVectorEnv batched step(), sync backend (one server)",
     "halves": "RemoteVectorEnv send/recv, two halves in flight (two servers)",
 }
+#: The kinds driven EnvPool-style, two halves of N in flight.
+HALVES = ("halves", "envpool_halves")
 #: (label, numerator, denominator, minimum) of the per-rep paired ratios.
 TARGETS = [
     ("EnvPool backend / SyncVectorEnv", "remote_envpool", "sync", 2.0),
     ("EnvPool backend / EnvPool in-process", "remote_envpool", "envpool", 0.4),
+    ("EnvPool backend, two halves / SyncVectorEnv", "envpool_halves", "sync", 2.0),
+    ("EnvPool backend, two halves / EnvPool in-process", "envpool_halves", "envpool", 0.4),
     ("two halves in flight / SyncVectorEnv", "halves", "sync", 1.0),
     ("two halves in flight / lockstep step() on one server", "halves", "lockstep", 1.0),
 ]
@@ -81,14 +90,14 @@ class Client:
             import envpool
 
             self.envs = envpool.make("CartPole-v1", env_type="gymnasium", num_envs=N, batch_size=N, num_threads=2)
-        elif self.kind == "halves":
+        elif self.kind in HALVES:
             self.envs = openenv_gym.RemoteVectorEnv(self.urls, N, mode="batched", batch_size=HALF, message_timeout=30)
         else:
             self.envs = openenv_gym.RemoteVectorEnv(self.urls, N, mode="batched", message_timeout=30)
         rng = np.random.default_rng(0)
-        size = HALF if self.kind == "halves" else N
+        size = HALF if self.kind in HALVES else N
         self.actions = [rng.integers(0, 2, size, dtype=np.int64) for _ in range(N_ACTIONS)]
-        if self.kind == "halves":
+        if self.kind in HALVES:
             self.envs.async_reset(seed=0)
         elif self.kind == "envpool":
             self.envs.reset()
@@ -97,7 +106,7 @@ class Client:
         return {}
 
     def step(self, i: int) -> int:
-        if self.kind == "halves":
+        if self.kind in HALVES:
             *_, infos = self.envs.recv()
             self.envs.send(self.actions[i % N_ACTIONS], infos["env_id"])
             return HALF
@@ -154,7 +163,8 @@ def main(argv: list[str] | None = None) -> int:
             for key, srv in servers.items():
                 if not srv.wait_ready(120):
                     raise RuntimeError(f"server {key} failed: {srv.error}")
-            urls = {"remote_envpool": [servers["envpool"].base_url], "lockstep": [servers["sync_a"].base_url],
+            urls = {"remote_envpool": [servers["envpool"].base_url],
+                    "envpool_halves": [servers["envpool"].base_url] * 2, "lockstep": [servers["sync_a"].base_url],
                     "halves": [servers["sync_a"].base_url, servers["sync_b"].base_url]}
             log = LOG_DIR / "pipeline-client.log"
             worker = processes.add(H.ClientWorker("pipeline", log_path=log)).start()
@@ -213,7 +223,9 @@ def render(data: dict) -> str:
         "all on the machine's cores. The EnvPool server steps each batched session on one pool "
         "(`vector_backend=\"envpool\"`, the default for `envpool:` tasks); the two halves are EnvPool's "
         "`send`/`recv` pattern over two `openenv-gym serve CartPole-v1` processes, so one server steps "
-        "its half while the client handles the other ([vector.md](vector.md#two-halves-in-flight)).",
+        "its half while the client handles the other ([vector.md](vector.md#two-halves-in-flight)), or "
+        "over two sessions of 32 envs on the one EnvPool server, whose pool steps one half outside the "
+        "GIL while the server's event loop and the client handle the other.",
         "",
         "| client | env-steps/s |",
         "|---|---|",
