@@ -153,7 +153,9 @@ class VectorOpen(ClientMessage):
 @dataclass(slots=True)
 class VectorReset(ClientMessage):
     """Reset all envs (or those of ``options["reset_mask"]``): ``seed`` is one int
-    (env ``i`` gets ``seed + i``), a list with one per env, or ``None``."""
+    (env ``i`` gets ``seed + i``), a list with one per env, or ``None``; ``options``
+    go to the vector env's ``reset`` as they are. OpenEnv's ``injected_state`` field
+    is refused (VALIDATION_ERROR), not ignored: a batch has no ``set_state`` hook."""
 
     type: ClassVar[str] = "reset"
     data: ClassVar[Data] = Data.OPTIONAL
@@ -174,6 +176,13 @@ class VectorReset(ClientMessage):
         options = data.get("options")
         if options is not None and not isinstance(options, dict):
             raise validation_error(["options"], "Input should be a valid dictionary or null", options)
+        if data.get("injected_state") is not None:  # OpenEnv's field, which a batch has no hook for
+            raise validation_error(
+                ["injected_state"],
+                "A vector session does not set states: send a reset with injected_state on /ws, "
+                "one env at a time, to a server with a set_state hook",
+                data["injected_state"],
+            )
         return cls(seed, options, data.get("types"))
 
     def to_wire(self) -> dict:

@@ -223,6 +223,10 @@ def test_vector_messages_that_do_not_fit_are_refused_by_field():
         assert error.code is ErrorCode.EXECUTION_ERROR and "no reset_mask" in error.message
         error = await refusal(session, wire.VectorReset([1, 2]))
         assert error.code is ErrorCode.VALIDATION_ERROR and error.extra["errors"][0]["loc"] == ["seed"]
+        with pytest.raises(ProtocolError) as refused:  # OpenEnv's set_state field: refused, never ignored
+            parse_message({"type": "reset", "data": {"seed": 0, "injected_state": {"x": 1}}}, wire.VECTOR_MESSAGES)
+        assert refused.value.code is ErrorCode.VALIDATION_ERROR
+        assert refused.value.extra["errors"][0]["loc"] == ["injected_state"]
         await answer(session, wire.VectorReset(0))
         for mask in (np.zeros(3, np.bool_), np.ones(2, np.bool_), np.ones(3, np.int64), [None, []]):
             error = await refusal(session, wire.VectorReset(None, {"reset_mask": mask}))
