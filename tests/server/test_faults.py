@@ -36,8 +36,12 @@ def test_a_hung_env_gets_execution_error_and_a_fresh_env_others_unaffected():
         return SlowEnv(delay=30.0 if calls["n"] == 2 else 0.0)
 
     with openenv_gym.local_server(factory, step_timeout=0.5) as url:
-        hung, healthy = openenv_gym.RemoteEnv(url), openenv_gym.RemoteEnv(url)
-        hung.reset(), healthy.reset()
+        # One after the other: each session builds its env on a thread of its own once
+        # connected, so two connections opened at once could take the second env either way.
+        hung = openenv_gym.RemoteEnv(url)
+        hung.reset()
+        healthy = openenv_gym.RemoteEnv(url)
+        healthy.reset()
         done = threading.Event()
         steps = {"n": 0}
 

@@ -79,8 +79,11 @@ def test_a_slow_env_does_not_stall_other_sessions():
         return SlowEnv(delay=1.5 if calls["n"] == 2 else 0.0)
 
     with openenv_gym.local_server(factory) as url:
-        slow, fast = openenv_gym.RemoteEnv(url), openenv_gym.RemoteEnv(url)
-        slow.reset(), fast.reset()
+        # One after the other, so that the slow env is this session's (see test_faults).
+        slow = openenv_gym.RemoteEnv(url)
+        slow.reset()
+        fast = openenv_gym.RemoteEnv(url)
+        fast.reset()
         for _ in range(40):  # the fast session goes inline
             fast.step(0)
         started = threading.Event()
