@@ -110,7 +110,7 @@ def paired_ratios(num: Sequence[float | None], den: Sequence[float | None]) -> l
     return [a / b for a, b in zip(num, den) if a is not None and b]
 
 
-def target_ratios(results: dict[str, list], targets: Sequence[tuple[str, str, str, float]]) -> dict[str, dict]:
+def target_ratios(results: dict[str, list], targets: Sequence[tuple[str, str, str, float | None]]) -> dict[str, dict]:
     """For each ``(label, numerator, denominator, minimum)`` of ``targets``, the summary
     of the per-rep paired ratios of those two rows of ``results``."""
     return {label: {"numerator": a, "denominator": b, "target": target,
@@ -119,8 +119,11 @@ def target_ratios(results: dict[str, list], targets: Sequence[tuple[str, str, st
 
 
 def target_row(label: str, ratio: dict[str, Any]) -> str:
-    """A markdown row ``| label | >= target | measured | met |`` of one :func:`target_ratios` entry."""
+    """A markdown row ``| label | >= target | measured | met |`` of one :func:`target_ratios`
+    entry (a target of ``None``: a ratio measured with no target, ``-`` in both columns)."""
     measured = fmt_mmm(ratio) + "x" if ratio["median"] is not None else "-"
+    if ratio["target"] is None:
+        return f"| {label} | - | {measured} | - |"
     met = "-" if ratio["median"] is None else ("yes" if ratio["median"] >= ratio["target"] else "**no**")
     return f"| {label} | ≥ {fmt(ratio['target'])}x | {measured} | {met} |"
 

@@ -3,8 +3,10 @@
 
     python benchmarks/bench_pipeline.py                 # 5 reps x 1.5 s windows, ~3 min
     python benchmarks/bench_pipeline.py --quick         # 1 rep x 0.6 s windows
+    python benchmarks/bench_pipeline.py --env Acrobot-v1  # an env whose step costs ~4x CartPole's
 
-CartPole-v1, N = 64 envs, env-steps/s, side by side in one run (reps interleaved),
+CartPole-v1 (or ``--env``, a classic-control task both Gymnasium and EnvPool have), N = 64
+envs, env-steps/s, side by side in one run (reps interleaved),
 every client and every server in its own process on 127.0.0.1, stopped by PID:
 
 - ``sync``: Gymnasium ``SyncVectorEnv`` in the client process (the anchor);
@@ -22,7 +24,9 @@ every client and every server in its own process on 127.0.0.1, stopped by PID:
   ``send()`` its actions while the other half is stepped.
 
 Writes ``benchmarks/results/pipeline.json`` and the ``pipeline`` section of
-``docs/benchmarks.md`` (not with ``--no-doc``, nor after a global timeout).
+``docs/benchmarks.md`` (for another ``--env``, ``pipeline-<env>.json`` and the
+``pipeline-<env>`` section, whose ratios have no target: #17's targets are CartPole's),
+not with ``--no-doc``, nor after a global timeout.
 """
 
 from __future__ import annotations
@@ -40,11 +44,12 @@ sys.path.insert(0, str(HERE))
 
 import _harness as H  # noqa: E402
 
-RESULTS_PATH = HERE / "results" / "pipeline.json"
 LOG_DIR = HERE / "results" / "logs"
 DOC_PATH = ROOT / "docs" / "benchmarks.md"
-DOC_TAG = "pipeline"
 DOC_INTRO = "# Benchmarks\n"
+#: The env the targets are for; ``--env`` measures another (tasks both Gymnasium and EnvPool have).
+DEFAULT_ENV = "CartPole-v1"
+ENVS = ("CartPole-v1", "Acrobot-v1", "MountainCar-v0")
 N = 64
 HALF = N // 2
 N_ACTIONS = 1024
@@ -74,8 +79,8 @@ class Client:
     """One kind of vector env in the worker process; ``step(i)`` returns the env-steps it made
     (through the harness's round-trip count)."""
 
-    def __init__(self, kind: str, urls: list[str] | None = None) -> None:
-        self.kind, self.urls = kind, urls
+    def __init__(self, kind: str, env: str, urls: list[str] | None = None) -> None:
+        self.kind, self.env, self.urls = kind, env, urls
         self.envs: Any = None
 
     def open(self) -> dict:
@@ -85,18 +90,19 @@ class Client:
         import openenv_gym
 
         if self.kind == "sync":
-            self.envs = gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1")] * N)
+            self.envs = gym.vector.SyncVectorEnv([lambda: gym.make(self.env)] * N)
         elif self.kind == "envpool":
             import envpool
 
-            self.envs = envpool.make("CartPole-v1", env_type="gymnasium", num_envs=N, batch_size=N, num_threads=2)
+            self.envs = envpool.make(self.env, env_type="gymnasium", num_envs=N, batch_size=N, num_threads=2)
         elif self.kind in HALVES:
             self.envs = openenv_gym.RemoteVectorEnv(self.urls, N, mode="batched", batch_size=HALF, message_timeout=30)
         else:
             self.envs = openenv_gym.RemoteVectorEnv(self.urls, N, mode="batched", message_timeout=30)
         rng = np.random.default_rng(0)
         size = HALF if self.kind in HALVES else N
-        self.actions = [rng.integers(0, 2, size, dtype=np.int64) for _ in range(N_ACTIONS)]
+        n_actions = int(gym.make(self.env).action_space.n)
+        self.actions = [rng.integers(0, n_actions, size, dtype=np.int64) for _ in range(N_ACTIONS)]
         if self.kind in HALVES:
             self.envs.async_reset(seed=0)
         elif self.kind == "envpool":
@@ -122,6 +128,8 @@ class Client:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="1 rep x 0.6 s windows")
+    p.add_argument("--env", choices=ENVS, default=DEFAULT_ENV,
+                   help=f"the env (default {DEFAULT_ENV}, the one the targets are for)")
     p.add_argument("--reps", type=int, default=None, help="reps per row (default 5, quick 1)")
     p.add_argument("--window", type=float, default=None, help="seconds per timed window (default 1.5, quick 0.6)")
     p.add_argument("--timeout", type=float, default=900.0, help="global timeout, seconds")
@@ -148,8 +156,10 @@ def main(argv: list[str] | None = None) -> int:
     def serve(env: str) -> Any:
         return lambda p: H.openenv_gym_argv("serve", env, "--port", p, "--max-sessions", 256)
 
-    server_argv = {"envpool": serve("envpool:CartPole-v1"), "sync_a": serve("CartPole-v1"),
-                   "sync_b": serve("CartPole-v1")}
+    server_argv = {"envpool": serve(f"envpool:{args.env}"), "sync_a": serve(args.env), "sync_b": serve(args.env)}
+    own = args.env != DEFAULT_ENV
+    suffix = f"-{args.env.lower()}" if own else ""
+    results_path, doc_tag = HERE / "results" / f"pipeline{suffix}.json", f"pipeline{suffix}"
     processes = H.ProcessSet()
     results: dict[str, list] = {kind: [] for kind in KINDS}
     errors: dict[str, str] = {}
@@ -176,7 +186,8 @@ def main(argv: list[str] | None = None) -> int:
                     continue
                 try:
                     worker.request({"op": "open", "client": "bench_pipeline:Client",
-                                    "params": {"kind": kind, "urls": urls.get(kind)}}, timeout=180)
+                                    "params": {"kind": kind, "env": args.env, "urls": urls.get(kind)}},
+                                   timeout=180)
                     reply = worker.request({"op": "window", "window_s": args.window, "max_iters": 10 ** 7,
                                             "warmup_s": 0.3, "warmup_iters": 200}, timeout=args.window + 120)
                     worker.request({"op": "close"}, timeout=60)
@@ -196,33 +207,35 @@ def main(argv: list[str] | None = None) -> int:
         processes.stop_all()
 
     summary = {kind: H.summarize(v) for kind, v in results.items()}
-    ratios = H.target_ratios(results, TARGETS)
-    data = {"command": command, "started": started.isoformat(), "duration_s": time.perf_counter() - t0,
+    ratios = H.target_ratios(results, [(label, a, b, None if own else target) for label, a, b, target in TARGETS])
+    data = {"command": command, "env": args.env, "started": started.isoformat(), "duration_s": time.perf_counter() - t0,
             "machine": machine, "reps": args.reps, "window_s": args.window,
             "servers": {key: H.portable_argv(srv.argv) for key, srv in servers.items()},
             "env_steps_per_s": results, "summary": summary, "ratios": ratios, "errors": errors,
             "incomplete": incomplete}
-    H.write_json(RESULTS_PATH, data)
+    H.write_json(results_path, data)
     text = render(data)
     print("\n" + text)
     if not args.no_doc and not incomplete:
-        H.update_markdown_section(DOC_PATH, DOC_TAG, text, DOC_INTRO)
-        H.progress(f"rewrote the '{DOC_TAG}' section of {DOC_PATH.relative_to(ROOT)}")
+        H.update_markdown_section(DOC_PATH, doc_tag, text, DOC_INTRO)
+        H.progress(f"rewrote the '{doc_tag}' section of {DOC_PATH.relative_to(ROOT)}")
     return 1 if incomplete else 0
 
 
 def render(data: dict) -> str:
+    env = data.get("env", DEFAULT_ENV)
+    title = "two halves in flight" + ("" if env == DEFAULT_ENV else f", {env}")
     lines = [
-        "## Remote against local: EnvPool behind the socket, two halves in flight",
+        f"## Remote against local: EnvPool behind the socket, {title}",
         "",
         f"Command: `{data['command']}` ({data['reps']} reps x {data['window_s']} s windows, reps interleaved; "
         f"median [min–max]). Machine: {H.format_machine(data['machine'])}. Started {data['started'][:19]}, "
         f"load average {data['machine'].get('loadavg_at_start')}.",
         "",
-        f"CartPole-v1, N={N}. Every client in its own process, every server another process on 127.0.0.1, "
+        f"{env}, N={N}. Every client in its own process, every server another process on 127.0.0.1, "
         "all on the machine's cores. The EnvPool server steps each batched session on one pool "
         "(`vector_backend=\"envpool\"`, the default for `envpool:` tasks); the two halves are EnvPool's "
-        "`send`/`recv` pattern over two `openenv-gym serve CartPole-v1` processes, so one server steps "
+        f"`send`/`recv` pattern over two `openenv-gym serve {env}` processes, so one server steps "
         "its half while the client handles the other ([vector.md](vector.md#two-halves-in-flight)), or "
         "over two sessions of 32 envs on the one EnvPool server, whose pool steps one half outside the "
         "GIL while the server's event loop and the client handle the other.",
