@@ -492,10 +492,34 @@ def test_frames_of_many_small_arrays_are_refused_early_and_never_echoed_whole():
             reply = msgpack.unpackb(ws.recv(10))
             assert reply["data"]["code"] == "VALIDATION_ERROR", reply
             echoed = reply["data"]["errors"][0]["input"]
-            assert isinstance(echoed, str) and echoed.startswith("list holding more than 1000 items"), echoed
+            assert isinstance(echoed, str) and echoed.startswith("list too large to echo (over 1000 items"), echoed
             assert len(msgpack.packb(reply)) < 2000
         with openenv_gym.RemoteEnv(url) as env:  # the server is fine
             env.reset(seed=0)
+
+
+def test_a_long_string_is_refused_without_being_written_back(cartpole_url):
+    """A frame whose action (or a key of its data) is a string of 500,000 characters gets a
+    VALIDATION_ERROR of a few hundred bytes, not its string back; the session goes on."""
+    from websockets.sync.client import connect
+
+    long = "x" * 500_000
+    ws_url = cartpole_url.replace("http://", "ws://") + "/ws"
+    with connect(ws_url, max_size=None) as ws:
+        ws.send(json.dumps({"type": "reset", "data": {}}))
+        ws.recv(10)
+        errors = []
+        for data in ({"action": long}, {"action": 0, long: 1}):
+            ws.send(json.dumps({"type": "step", "data": data}))
+            frame = ws.recv(10)
+            reply = json.loads(frame)
+            assert reply["data"]["code"] == "VALIDATION_ERROR" and len(frame) < 2000, reply
+            errors.append(reply["data"]["errors"][0])
+        assert errors[0]["loc"] == ["action"]
+        assert errors[0]["input"].startswith("str too large to echo (over 1000 items or characters): 'xxx")
+        assert errors[1]["loc"] == ["x" * 100 + "..."] and errors[1]["type"] == "extra_forbidden"
+        ws.send(json.dumps({"type": "step", "data": {"action": 0}}))
+        assert json.loads(ws.recv(10))["type"] == "observation"
 
 
 def test_an_error_about_a_long_value_describes_only_its_start():

@@ -71,9 +71,13 @@ __all__ = [
 EXTENSION_KEY = "x-openenv-gym"
 
 #: An error echoes a wrong value as its ``input`` (as pydantic does) up to this many
-#: items (of lists and maps, elements of arrays, at any depth); a larger one is
-#: described instead, so a refused frame is not written back whole.
+#: items (of lists and maps, elements of arrays, characters of strings and bytes, at
+#: any depth); a larger one is described instead, so a refused frame is not written
+#: back whole.
 MAX_ECHOED_ITEMS = 1_000
+
+#: Characters of a key an error's ``loc`` names before it is cut short.
+MAX_LOC_CHARS = 100
 
 #: Keys of ``reset`` data that are never Gymnasium ``options``.
 RESERVED_RESET_KEYS = frozenset({"seed", "episode_id", "injected_state"})
@@ -91,34 +95,44 @@ class Data(enum.Enum):
 
 
 def error_entry(loc: list, msg: str, value: Any, kind: str = "value_error") -> dict[str, Any]:
-    """One pydantic-style entry of a VALIDATION_ERROR's ``errors``: what is wrong at ``loc``."""
+    """One pydantic-style entry of a VALIDATION_ERROR's ``errors``: what is wrong at ``loc``
+    (a key longer than :data:`MAX_LOC_CHARS` is cut short there, with ``...``)."""
+    loc = [k[:MAX_LOC_CHARS] + "..." if isinstance(k, str) and len(k) > MAX_LOC_CHARS else k for k in loc]
     return {"type": kind, "loc": loc, "msg": msg, "input": _echoed(value)}
 
 
 def _echoed(value: Any) -> Any:
     """``value`` as JSON, or a short description of it when it holds more than
-    :data:`MAX_ECHOED_ITEMS` items.
+    :data:`MAX_ECHOED_ITEMS` items (a string's or a key's characters count as items).
 
         >>> _echoed([1, 2])
         [1, 2]
         >>> _echoed({"action": [0] * 5000})
-        "dict holding more than 1000 items: {'action': [0, 0, 0, 0, 0, 0, ...]}"
+        "dict too large to echo (over 1000 items or characters): {'action': [0, 0, 0, 0, 0, 0, ...]}"
+        >>> _echoed("x" * 5000)
+        "str too large to echo (over 1000 items or characters): 'xxxxxxxxxxxxxxxxx...xxxxxxxxxxxxxxxxxx'"
     """
     count, pending = 0, [value]
     while pending:
         item = pending.pop()
         if isinstance(item, np.ndarray):
             count += item.size
+        elif isinstance(item, (str, bytes)):
+            count += len(item)
         elif isinstance(item, Mapping):
             count += len(item)
             if count <= MAX_ECHOED_ITEMS:
+                pending.extend(item.keys())
                 pending.extend(item.values())
         elif isinstance(item, (list, tuple)):
             count += len(item)
             if count <= MAX_ECHOED_ITEMS:
                 pending.extend(item)
         if count > MAX_ECHOED_ITEMS:
-            return f"{type(value).__name__} holding more than {MAX_ECHOED_ITEMS} items: {short_repr(value, 80)}"
+            return (
+                f"{type(value).__name__} too large to echo (over {MAX_ECHOED_ITEMS} items or characters): "
+                f"{short_repr(value, 80)}"
+            )
     return jsonable(value)
 
 
