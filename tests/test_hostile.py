@@ -499,8 +499,9 @@ def test_frames_of_many_small_arrays_are_refused_early_and_never_echoed_whole():
 
 
 def test_a_long_string_is_refused_without_being_written_back(cartpole_url):
-    """A frame whose action (or a key of its data) is a string of 500,000 characters gets a
-    VALIDATION_ERROR of a few hundred bytes, not its string back; the session goes on."""
+    """A frame whose action, a key of its data, its type or the attribute it calls is a
+    string of 500,000 characters gets an error of a few hundred bytes, not its string
+    back; the session goes on."""
     from websockets.sync.client import connect
 
     long = "x" * 500_000
@@ -517,7 +518,14 @@ def test_a_long_string_is_refused_without_being_written_back(cartpole_url):
             errors.append(reply["data"]["errors"][0])
         assert errors[0]["loc"] == ["action"]
         assert errors[0]["input"].startswith("str too large to echo (over 1000 items or characters): 'xxx")
-        assert errors[1]["loc"] == ["x" * 100 + "..."] and errors[1]["type"] == "extra_forbidden"
+        assert errors[1]["loc"] == ["x" * 100 + "... (499900 more characters)"]
+        assert errors[1]["type"] == "extra_forbidden"
+        for message, code in (({"type": long}, "UNKNOWN_TYPE"), ({"type": "call", "data": {"name": long}}, "EXECUTION_ERROR")):
+            ws.send(json.dumps(message))
+            frame = ws.recv(10)
+            reply = json.loads(frame)
+            assert reply["data"]["code"] == code and len(frame) < 3000, reply
+            assert "more characters)" in reply["data"]["message"], reply
         ws.send(json.dumps({"type": "step", "data": {"action": 0}}))
         assert json.loads(ws.recv(10))["type"] == "observation"
 

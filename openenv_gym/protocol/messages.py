@@ -37,7 +37,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..errors import CLOSING_ERRORS, ErrorCode, ProtocolError, remote_error
-from ..spaces._common import short_repr
+from ..spaces._common import clipped, short_repr
 from .hints import jsonable
 
 __all__ = [
@@ -76,8 +76,9 @@ EXTENSION_KEY = "x-openenv-gym"
 #: back whole.
 MAX_ECHOED_ITEMS = 1_000
 
-#: Characters of a key an error's ``loc`` names before it is cut short.
-MAX_LOC_CHARS = 100
+#: Characters of a peer's string (a key in an error's ``loc``, an unknown message type)
+#: an error quotes before it is cut short.
+MAX_QUOTED_CHARS = 100
 
 #: Keys of ``reset`` data that are never Gymnasium ``options``.
 RESERVED_RESET_KEYS = frozenset({"seed", "episode_id", "injected_state"})
@@ -96,8 +97,8 @@ class Data(enum.Enum):
 
 def error_entry(loc: list, msg: str, value: Any, kind: str = "value_error") -> dict[str, Any]:
     """One pydantic-style entry of a VALIDATION_ERROR's ``errors``: what is wrong at ``loc``
-    (a key longer than :data:`MAX_LOC_CHARS` is cut short there, with ``...``)."""
-    loc = [k[:MAX_LOC_CHARS] + "..." if isinstance(k, str) and len(k) > MAX_LOC_CHARS else k for k in loc]
+    (a key longer than :data:`MAX_QUOTED_CHARS` is cut short there)."""
+    loc = [clipped(k, MAX_QUOTED_CHARS) if isinstance(k, str) else k for k in loc]
     return {"type": kind, "loc": loc, "msg": msg, "input": _echoed(value)}
 
 
@@ -321,7 +322,10 @@ def parse_message(
     kind = message.get("type")
     cls = table.get(kind) if isinstance(kind, str) else None
     if cls is None:
-        shown = kind if isinstance(kind, str) else ("" if kind is None else short_repr(kind, 120))
+        if isinstance(kind, str):
+            shown = clipped(kind, MAX_QUOTED_CHARS)
+        else:
+            shown = "" if kind is None else short_repr(kind, 120)
         hint = f" (expected {', '.join(sorted(table))})" if expected else ""
         raise ProtocolError(ErrorCode.UNKNOWN_TYPE, f"Unknown message type: {shown}{hint}")
     rule = cls.data

@@ -59,6 +59,16 @@ def short_repr(x: Any, limit: int = 40) -> str:
     return r if len(r) <= limit else r[: limit - 3] + "..."
 
 
+def clipped(text: str, limit: int) -> str:
+    """``text`` if it has at most ``limit`` characters, else its start and how much was
+    left out: a peer's string quoted in an error is not written back whole.
+
+        >>> clipped("abcdef", 3)
+        'abc... (3 more characters)'
+    """
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text) - limit} more characters)"
+
+
 def _what(x: Any) -> str:
     """Short description of a value for error messages: its type and a truncated repr."""
     if isinstance(x, np.ndarray):
