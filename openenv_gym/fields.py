@@ -41,8 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from . import spaces
-from .errors import ToolCallError
-from .protocol.mcp import ToolResult, ToolSpec
+from .protocol.mcp import ToolResult, ToolSpec, tool_not_found
 from .protocol.messages import error_entry, invalid
 
 __all__ = ["FieldsEnv", "FieldsObservation", "model_schema", "validate_action", "BASE_STATE_DESCRIPTION"]
@@ -196,7 +195,7 @@ class FieldsEnv(abc.ABC):
     def call_tool(self, name: str, arguments: dict[str, Any]) -> ToolResult:
         """Run one of :attr:`tools` with the arguments a client sent (unchecked); raise
         :class:`~openenv_gym.errors.ToolCallError` for a call that fails, with OpenEnv's error type."""
-        raise ToolCallError(f"Unknown tool: {name!r}", error_type="tool_not_found")
+        raise tool_not_found(name)
 
     @classmethod
     def schema_document(cls) -> dict:

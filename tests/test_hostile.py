@@ -499,9 +499,9 @@ def test_frames_of_many_small_arrays_are_refused_early_and_never_echoed_whole():
 
 
 def test_a_long_string_is_refused_without_being_written_back(cartpole_url):
-    """A frame whose action, a key of its data, its type or the attribute it calls is a
-    string of 500,000 characters gets an error of a few hundred bytes, not its string
-    back; the session goes on."""
+    """A frame whose action, a key of its data, its type or the attribute it calls, or an
+    MCP request whose method or tool, is a string of 500,000 characters gets an error of
+    a few hundred bytes, not its string back; the session goes on."""
     from websockets.sync.client import connect
 
     long = "x" * 500_000
@@ -528,6 +528,10 @@ def test_a_long_string_is_refused_without_being_written_back(cartpole_url):
             assert "more characters)" in reply["data"]["message"], reply
         ws.send(json.dumps({"type": "step", "data": {"action": 0}}))
         assert json.loads(ws.recv(10))["type"] == "observation"
+    for request in ({"method": long}, {"method": "tools/call", "params": {"name": long, "arguments": {}}}):
+        status, reply = _post(cartpole_url, "/mcp", {"jsonrpc": "2.0", "id": 1, **request})
+        assert status == 200 and len(json.dumps(reply)) < 3000, reply
+        assert "more characters)" in json.dumps(reply), reply
 
 
 def test_an_error_about_a_long_value_describes_only_its_start():

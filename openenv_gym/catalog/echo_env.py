@@ -43,6 +43,7 @@ from ..fields import (
     validate_action,
 )
 from ..protocol.mcp import ToolResult, ToolSpec, tool_error_data
+from ..protocol.messages import quoted
 
 __all__ = ["EchoEnvironment", "TOOLS"]
 
@@ -223,7 +224,7 @@ def call_tool(name: str, arguments: dict[str, Any]) -> ToolResult:
     """The result of tool ``name``, as FastMCP makes it of the tool function's value;
     raises :class:`~openenv_gym.errors.ToolCallError`."""
     if name not in _TOOLS_BY_NAME:
-        raise _failure(f"Unknown tool: {name!r}")
+        raise _failure(f"Unknown tool: {quoted(name)}")
     message = _check_arguments(name, arguments)
     if name == "echo_message":
         return ToolResult.of_value(message)

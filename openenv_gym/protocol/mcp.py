@@ -39,7 +39,7 @@ from typing import Any, ClassVar
 
 from ..errors import CLOSING_ERRORS, OpenEnvGymError, ProtocolError, ToolCallError
 from .hints import jsonable
-from .messages import ClientMessage, Observation, ServerMessage, check_fields, validation_error
+from .messages import ClientMessage, Observation, ServerMessage, check_fields, quoted, validation_error
 
 __all__ = [
     "Request",
@@ -50,6 +50,7 @@ __all__ = [
     "SERVER_ERROR",
     "parse_request",
     "error_response",
+    "tool_not_found",
     "result_response",
     "text_content",
     "PARSE_ERROR",
@@ -82,6 +83,11 @@ INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 #: Implementation-defined server error (OpenEnv: capacity, factory failures).
 SERVER_ERROR = -32000
+
+
+def tool_not_found(name: Any) -> ToolCallError:
+    """The failure of a call to a tool there is none of, as OpenEnv reports it."""
+    return ToolCallError(f"Unknown tool: {quoted(name)}", error_type="tool_not_found")
 
 
 def error_response(request_id: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:

@@ -95,6 +95,16 @@ class Data(enum.Enum):
     REQUIRED = "required"
 
 
+def quoted(value: Any) -> str:
+    """The repr of a name a peer sent (a tool, a method, a key), for an error message: at
+    most :data:`MAX_QUOTED_CHARS` of a string's characters.
+
+        >>> quoted("move"), quoted(3)
+        ("'move'", '3')
+    """
+    return repr(clipped(value, MAX_QUOTED_CHARS)) if isinstance(value, str) else short_repr(value, MAX_QUOTED_CHARS)
+
+
 def error_entry(loc: list, msg: str, value: Any, kind: str = "value_error") -> dict[str, Any]:
     """One pydantic-style entry of a VALIDATION_ERROR's ``errors``: what is wrong at ``loc``
     (a key longer than :data:`MAX_QUOTED_CHARS` is cut short there)."""

@@ -51,6 +51,8 @@ from ..protocol.mcp import (
     result_response,
     tool_failure,
 )
+from ..protocol.messages import MAX_QUOTED_CHARS
+from ..spaces._common import clipped
 
 if TYPE_CHECKING:
     from .session import EnvHost
@@ -172,7 +174,8 @@ def _common(request: Request) -> dict[str, Any] | None:
         return result_response(request.id, {})
     if request.method in (*_TOOLS, _CREATE, _CLOSE, "initialize"):
         return error_response(request.id, INTERNAL_ERROR, NOT_SUPPORTED)
-    return error_response(request.id, METHOD_NOT_FOUND, f"Method not found: {request.method}")
+    method = clipped(request.method, MAX_QUOTED_CHARS)
+    return error_response(request.id, METHOD_NOT_FOUND, f"Method not found: {method}")
 
 
 def _initialize(request: Request, session: EnvHost) -> dict[str, Any]:

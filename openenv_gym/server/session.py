@@ -56,7 +56,15 @@ from ..protocol.attributes import (
     SetAttrDone,
     values_reply,
 )
-from ..protocol.mcp import JsonRpcMessage, JsonRpcReply, ListTools, tool_action, tool_observation, tools_observation
+from ..protocol.mcp import (
+    JsonRpcMessage,
+    JsonRpcReply,
+    ListTools,
+    tool_action,
+    tool_not_found,
+    tool_observation,
+    tools_observation,
+)
 from ..spaces._common import clipped
 from ..text import value_text, view_for, view_for_spaces
 from . import jsonrpc
@@ -495,7 +503,7 @@ class EnvHost:
         """Run one of the session's tools; a failure is a :class:`~openenv_gym.errors.ToolCallError`."""
         tool = (self.toolbox() or {}).get(name)
         if tool is None:
-            raise ToolCallError(f"Unknown tool: {name!r}", error_type="tool_not_found")
+            raise tool_not_found(name)
         return await tool.run(self, arguments)
 
     async def _jsonrpc(self, message: ClientMessage) -> ServerMessage | None:
