@@ -76,8 +76,8 @@ EXTENSION_KEY = "x-openenv-gym"
 #: back whole.
 MAX_ECHOED_ITEMS = 1_000
 
-#: Characters of a peer's string (a key in an error's ``loc``, an unknown message type)
-#: an error quotes before it is cut short.
+#: Characters of a peer's string (a key in an error's ``loc``, an unknown message type,
+#: an MCP method or tool name) an error quotes before it is cut short.
 MAX_QUOTED_CHARS = 100
 
 #: Keys of ``reset`` data that are never Gymnasium ``options``.
