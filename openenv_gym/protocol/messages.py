@@ -80,6 +80,10 @@ MAX_ECHOED_ITEMS = 1_000
 #: an MCP method or tool name) an error quotes before it is cut short.
 MAX_QUOTED_CHARS = 100
 
+#: Characters of an env's error message (which may quote what a peer sent) an error
+#: frame carries before it is cut short.
+MAX_ERROR_CHARS = 2_000
+
 #: Keys of ``reset`` data that are never Gymnasium ``options``.
 RESERVED_RESET_KEYS = frozenset({"seed", "episode_id", "injected_state"})
 

@@ -65,6 +65,7 @@ from ..protocol.mcp import (
     tool_observation,
     tools_observation,
 )
+from ..protocol.messages import MAX_ERROR_CHARS
 from ..spaces._common import clipped
 from ..text import value_text, view_for, view_for_spaces
 from . import jsonrpc
@@ -87,9 +88,6 @@ logger = logging.getLogger("openenv_gym.server")
 #: first slow call.
 Execution = Literal["auto", "thread", "inline", "process"]
 
-
-#: Characters of an env's error message an error frame carries before it is cut short.
-MAX_ERROR_CHARS = 2_000
 
 #: Seconds building a session's env may take under a step timeout (if that is shorter).
 BUILD_TIMEOUT = 60.0
@@ -814,6 +812,6 @@ def env_error(exc: Exception) -> ProtocolError:
 
 def describe_error(exc: BaseException) -> str:
     """``"Type: message"`` of an exception, for error frames (a message longer than
-    :data:`MAX_ERROR_CHARS` is cut short: it may quote what a peer sent)."""
+    :data:`~openenv_gym.protocol.messages.MAX_ERROR_CHARS` is cut short: it may quote what a peer sent)."""
     text = clipped(str(exc), MAX_ERROR_CHARS)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
