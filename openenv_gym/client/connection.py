@@ -208,29 +208,21 @@ class Connection:
     def recv(self, timeout: float | None = None) -> str | bytes:
         """Wait for the next message and return it (``str`` for text frames)."""
         with self._lock:
-            if not self._pending and self._busy_poll and not self.closed:
-                self._poll(self._busy_poll)
-            deadline = None if timeout is None else time.monotonic() + timeout
-            while not self._pending:
-                self._check_open()
-                if deadline is not None:
-                    remaining = deadline - time.monotonic()
-                    if remaining <= 0:
-                        raise MessageTimeoutError(
-                            f"No message from {self.url} within {timeout} s"
-                        )
-                    self._sock.settimeout(remaining)
-                else:
-                    self._sock.settimeout(None)
-                try:
-                    data = self._sock.recv(_RECV_BYTES)
-                except TimeoutError:
-                    continue
-                except OSError as exc:
-                    self._lost(exc)
-                    continue
-                self._feed(data)
+            if not self._await_message(timeout):
+                raise MessageTimeoutError(f"No message from {self.url} within {timeout} s")
+            if not self._pending:
+                self._check_open()  # closed or lost: raises why
             return self._pending.pop(0)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until a message is here to read, or none ever will be (the
+        connection closed or was lost, and reading raises why): ``True``;
+        ``False`` after ``timeout`` seconds (``None``: no limit) without either."""
+        with self._lock:
+            try:
+                return self._await_message(timeout)
+            except (ConnectionClosedError, MessageTimeoutError):
+                return True  # lost while answering a ping: the connection keeps why
 
     def close(self, timeout: float = 2.0) -> None:
         """Close the WebSocket (code 1000) and the socket. Safe to call twice."""
@@ -337,8 +329,33 @@ class Connection:
         self._feed(data)
 
     def _ready(self) -> bool:
-        """A message to read, or none ever again (closed or lost: reading raises why)."""
-        return bool(self._pending) or self.closed
+        """A message to read, or none ever again (closing, closed or lost: reading raises why)."""
+        return bool(self._pending) or self._protocol.state is not State.OPEN or self._closed.is_set()
+
+    def _await_message(self, timeout: float | None) -> bool:
+        """With the lock held: wait until :meth:`_ready`, busy-polling first (see
+        ``busy_poll``), then sleeping in ``recv(2)``; ``False`` after ``timeout`` seconds."""
+        if self._ready():
+            return True
+        if self._busy_poll:
+            self._poll(self._busy_poll if timeout is None else min(self._busy_poll, timeout))
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self._ready():
+            remaining = None
+            if deadline is not None:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+            self._sock.settimeout(remaining)
+            try:
+                data = self._sock.recv(_RECV_BYTES)
+            except TimeoutError:
+                continue
+            except OSError as exc:
+                self._lost(exc)
+                continue
+            self._feed(data)
+        return True
 
     def _feed(self, data: bytes) -> None:
         if data:
@@ -440,24 +457,19 @@ def wait_for_messages(connections: Sequence[Connection], timeout: float | None) 
     seconds (``None``: no limit); those connections (none after the timeout).
 
     One thread waits for replies from many servers at once this way, with one
-    ``poll(2)`` per wait. A single connection that busy-polls polls first, as
-    :meth:`Connection.recv` does; several are never polled (a caller waiting for
-    several servers leaves the cores to them). Each connection's lock is held
-    meanwhile, so that its keepalive thread cannot take a reply unseen.
+    ``poll(2)`` per wait. A single connection waits as :meth:`Connection.wait`
+    does (busy-polling first, if it polls); several are never polled (a caller
+    waiting for several servers leaves the cores to them). Each connection's
+    lock is held meanwhile, so that its keepalive thread cannot take a reply unseen.
     """
+    if len(connections) == 1:
+        return [connections[0]] if connections[0].wait(timeout) else []
     for connection in connections:
         connection._lock.acquire()
     try:
         ready = [c for c in connections if c._ready()]
         if ready:
             return ready
-        if len(connections) == 1:
-            only = connections[0]
-            window = only._busy_poll if timeout is None else min(only._busy_poll, timeout)
-            if window > 0:
-                _recorded(lambda: only._poll(window))
-                if only._ready():
-                    return [only]
         for connection in _readable(connections, timeout):
             _recorded(connection._read_available)
         return [c for c in connections if c._ready()]

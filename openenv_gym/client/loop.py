@@ -54,6 +54,10 @@ def _first_error(outcomes: list[Outcome]) -> list[Any]:
     return outcomes
 
 
+def _cannot_wait(awaited: Any) -> RuntimeError:
+    return RuntimeError(f"InlineRunner cannot wait for {awaited!r}: await reply_on() instead")
+
+
 class LoopThread:
     """An event loop running forever on a daemon thread until :meth:`close`."""
 
@@ -157,6 +161,14 @@ class _Wait:
     def __await__(self) -> Generator[_Wait, bool, bool]:
         return (yield self)
 
+    def block(self) -> bool:
+        """Wait in this thread until this wait is over: whether the message came."""
+        remaining = None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
+        if self.connection is None:
+            time.sleep(remaining or 0.0)
+            return False
+        return self.connection.wait(remaining)
+
 
 def reply_on(connection: Connection, timeout: float | None) -> _Wait:
     """Await it (in a coroutine :class:`InlineRunner` drives) to wait for a
@@ -197,8 +209,27 @@ class InlineRunner:
         self._waiting: dict[_Task, _Wait] = {}
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
-        """Run ``coro`` (and any started ones meanwhile) to its end: its result."""
-        return self.gather([coro])[0]
+        """Run ``coro`` (and any started ones meanwhile) to its end: its result.
+
+        Alone (nothing else waiting, the lockstep case), it is driven here
+        directly, each wait blocking on its one connection.
+        """
+        if self._waiting:
+            return self.gather([coro])[0]
+        value: bool | None = None
+        while True:
+            try:
+                awaited = coro.send(value)
+            except StopIteration as stop:
+                return stop.value
+            if not isinstance(awaited, _Wait):
+                coro.close()
+                raise _cannot_wait(awaited)
+            try:
+                value = awaited.block()
+            except BaseException:
+                self._waiting[_Task(coro, None)] = awaited  # interrupted: a later wait resumes it
+                raise
 
     def settle(self, coros: list[Coroutine[Any, Any, Any]]) -> list[Outcome]:
         """Run ``coros`` concurrently until all have ended; each one's :data:`Outcome`."""
@@ -271,7 +302,7 @@ class InlineRunner:
                 self._waiting[task] = awaited
             else:
                 task.coro.close()
-                self._end(task, RuntimeError(f"InlineRunner cannot wait for {awaited!r}: await reply_on() instead"))
+                self._end(task, _cannot_wait(awaited))
 
     @staticmethod
     def _end(task: _Task, outcome: Outcome) -> None:
