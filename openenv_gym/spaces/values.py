@@ -575,15 +575,34 @@ def neutral(space: gs.Space) -> Any:
 
 def contains(space: gs.Space, value: Any) -> bool:
     """``space.contains`` that answers ``False`` where some Gymnasium versions
-    raise (an int too large for the space's dtype, for instance), with a fast
-    path for the commonest action of all, a Python int in a ``Discrete``.
+    raise (an int too large for the space's dtype, for instance), with fast
+    paths for the commonest actions: a Python int in a ``Discrete``, an
+    ndarray in a ``Box`` or a ``MultiDiscrete`` (a batch of ``Discrete``
+    actions), which servers check at every step.
 
         >>> contains(gs.Discrete(2), 10**30)
+        False
+        >>> contains(gs.MultiDiscrete([2, 2]), np.array([1, 2]))
         False
     """
     if type(value) is int and type(space) is gs.Discrete:
         return int(space.start) <= value < int(space.start) + int(space.n)
+    if type(value) is np.ndarray:
+        if type(space) is gs.Box:
+            return _within(space, value, space.low, space.high)
+        if type(space) is gs.MultiDiscrete:  # start + nvec - 1 fits the dtype: no overflow, unlike x - start
+            return _within(space, value, space.start, space.start + (space.nvec - 1))
     try:
         return bool(space.contains(value))
     except (TypeError, ValueError, OverflowError):
         return False
+
+
+def _within(space: gs.Box | gs.MultiDiscrete, value: np.ndarray, low: np.ndarray, high: np.ndarray) -> bool:
+    """What Gymnasium's ``Box`` and ``MultiDiscrete`` ``contains`` answer for an
+    ndarray (its shape, a dtype that casts safely to the space's, every entry
+    from ``low`` to ``high``; NaN is not), with the array's own reductions:
+    ``np.all`` costs more than the comparisons it reduces, and this runs at every step."""
+    if value.shape != space.shape or not np.can_cast(value.dtype, space.dtype):
+        return False
+    return bool((value >= low).all() and (value <= high).all())

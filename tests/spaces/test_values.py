@@ -217,3 +217,34 @@ def test_decode_mutated_samples_raises_only_space_value_error(space, seed, data)
 def test_neutral_values_belong_to_their_space(space):
     value = og_spaces.neutral(space)
     assert space.contains(value), (space, value)
+
+
+_BOUNDED = st.one_of(
+    st.builds(
+        lambda low, width, shape, dtype: gs.Box(low % 100, low % 100 + width, shape=shape, dtype=dtype)
+        if dtype is np.uint8 else gs.Box(low, low + width, shape=shape, dtype=dtype),
+        st.integers(-50, 50), st.integers(0, 100), st.sampled_from([(), (3,), (2, 2)]),
+        st.sampled_from([np.float32, np.float64, np.int64, np.uint8]),
+    ),
+    st.builds(
+        lambda nvec, start: gs.MultiDiscrete(nvec, start=start[: len(nvec)] + [0] * (len(nvec) - len(start))),
+        st.lists(st.integers(1, 9), min_size=1, max_size=4), st.lists(st.integers(-5, 5), max_size=4),
+    ),
+)
+
+
+@SETTINGS
+@given(_BOUNDED, st.data())
+def test_contains_answers_as_gymnasium_for_arrays(space, data):
+    """The ndarray fast path of ``contains`` (Box, MultiDiscrete) gives Gymnasium's
+    answer: shapes, dtypes that do or do not cast safely, bounds, NaN."""
+    shape = data.draw(st.sampled_from([space.shape, (*space.shape, 1), (4,)]))
+    dtype = data.draw(st.sampled_from([np.float64, np.float32, np.int64, np.int8, np.uint8, np.bool_]))
+    raw = data.draw(st.lists(
+        st.one_of(st.integers(-60, 160), st.floats(allow_infinity=True)),
+        min_size=int(np.prod(shape)), max_size=int(np.prod(shape)),
+    ))
+    with np.errstate(invalid="ignore", over="ignore"):
+        value = np.array(raw, dtype=np.float64).astype(dtype).reshape(shape)
+    expected = space.contains(value)
+    assert og_spaces.contains(space, value) is expected
