@@ -499,7 +499,10 @@ class RemoteVectorEnv(VectorEnv):
     def send(self, actions: Any, env_ids: Sequence[int] | np.ndarray | None = None) -> None:
         """Start stepping the envs ``env_ids`` (default: all) with ``actions``
         (batched in the order of ``env_ids``); returns at once. Collect the
-        results with :meth:`recv`.
+        results with :meth:`recv`. ``ValueError``, before anything is sent, for
+        ids that repeat or are out of range, for only some of the envs of one
+        server session (they step together), for envs still stepping, and for
+        ``actions`` without exactly one entry per id.
 
         In batched mode the actions are on their way when it returns (the
         caller's buffer is free again), and no thread or event loop is
@@ -510,6 +513,21 @@ class RemoteVectorEnv(VectorEnv):
         ids = np.arange(n) if env_ids is None else np.asarray(env_ids).reshape(-1)
         if ids.size == 0 or ids.dtype.kind not in "iu" or (low := ids.min()) < 0 or (high := ids.max()) >= n:
             raise ValueError(f"env_ids must be distinct env ids in [0, {n}), not {env_ids!r}")
+        space = self.single_action_space
+        check_batch(space, actions, ids.size)
+        plan = self._send_plan(ids, low, high, env_ids)
+        if isinstance(runner, LoopThread):  # the steps read the actions later, on the loop
+            actions = deepcopy(actions)  # the caller may reuse its buffer before then
+        for index, rows in plan:
+            self._start(index, self._units[index].step(space, actions, rows))
+
+    def _send_plan(
+        self, ids: np.ndarray, low: int, high: int, env_ids: Any
+    ) -> list[tuple[int, np.ndarray]]:
+        """The units a ``send`` of ``ids`` steps, each with the entries of
+        ``actions`` its envs take; ``ValueError`` for ids that repeat, that
+        cover a unit in part, or whose unit is still stepping."""
+        n = self.num_envs
         position = np.full(n, -1, dtype=np.int64)  # each env's entry in actions (-1: none)
         position[ids] = np.arange(ids.size)
         plan = []
@@ -531,11 +549,7 @@ class RemoteVectorEnv(VectorEnv):
             covered += rows.size
         if covered != ids.size:  # every id is in a unit of the plan: some came twice
             raise ValueError(f"env_ids must be distinct env ids in [0, {n}), not {env_ids!r}")
-        if isinstance(runner, LoopThread):  # the steps read the actions later, on the loop
-            actions = deepcopy(actions)  # the caller may reuse its buffer before then
-        space = self.single_action_space
-        for index, rows in plan:
-            self._start(index, self._units[index].step(space, actions, rows))
+        return plan
 
     def async_reset(self, *, seed: int | Sequence[int | None] | None = None,
                     options: dict[str, Any] | None = None) -> None:
@@ -602,7 +616,6 @@ class RemoteVectorEnv(VectorEnv):
     def step_async(self, actions: Any) -> None:
         """``AsyncVectorEnv.step_async``: start stepping every env; :meth:`step_wait` collects them."""
         self._begin("step_async")
-        check_batch(self.single_action_space, actions, self.num_envs)
         self.send(actions)
         self._waiting = "step"
 

@@ -579,7 +579,8 @@ class VectorUnit(_Unit):
         restarted at once (see :meth:`_truncate`), the others by a masked
         reset after the step.
         """
-        if self._owed.all():
+        owed = self._owed.copy() if self._owed.any() else None  # None: the common case, nothing owed
+        if owed is not None and owed.all():
             if self.autoreset is not AutoresetMode.NEXT_STEP:
                 raise self._lost_error()  # DISABLED (or a recovery that gave up): a reset restarts them
             return await self.reset([None] * self.size, None, None)
@@ -587,10 +588,9 @@ class VectorUnit(_Unit):
             actions = take_rows(single_action_space, actions, rows)
         session = self._live()
         encoded = session.codec.pack_space(self.action_space, actions, path="actions")
-        owed = self._owed.copy()
         try:
             batch = self._batch(session, await session.request(wire.VectorStep(encoded)), rewards=True)
-            if owed.any():
+            if owed is not None:
                 message = self._reset_message(session, [None] * self.size, None, owed)
                 restarted = self._started(owed, self._batch(session, await session.request(message), rewards=False))
                 batch = _select(self.space, owed, batch, restarted)

@@ -222,6 +222,56 @@ def test_partial_batches_with_many_envs_per_session_server():
             reference.close()
 
 
+def test_send_steps_whole_server_sessions_in_any_order_and_refuses_what_it_cannot():
+    """Batched mode, two servers of two envs each: ``send`` takes one session's ids
+    as ``recv`` gave them, or any order over whole sessions, and its errors say why."""
+    with openenv_gym.local_server("CartPole-v1") as a, openenv_gym.local_server("CartPole-v1") as b:
+        envs = openenv_gym.RemoteVectorEnv([a, b], 4, mode="batched", batch_size=2)
+        reference = gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1")] * 4)
+        try:
+            envs.reset(seed=0)
+            reference.reset(seed=0)
+
+            def collect() -> dict:
+                got = {}
+                for _ in range(2):
+                    obs, rewards, _, _, info = envs.recv()
+                    got.update((i, (o, r)) for i, o, r in zip(info["env_id"].tolist(), obs, rewards))
+                return got
+
+            for actions in (np.array([1, 0, 0, 1]), np.array([0, 0, 1, 1])):
+                envs.send(actions[:2], [0, 1])  # one session's ids, as recv gives them
+                envs.send(actions[2:], np.array([2, 3], dtype=np.int32))
+                got = collect()
+                expected = reference.step(actions)
+                for i in range(4):
+                    np.testing.assert_array_equal(got[i][0], expected[0][i])
+                    assert got[i][1] == expected[1][i]
+            actions = np.array([1, 1, 0, 1])
+            envs.send(actions[::-1].copy(), [3, 2, 1, 0])  # both sessions, backwards
+            got = collect()
+            expected = reference.step(actions)
+            for i in range(4):
+                np.testing.assert_array_equal(got[i][0], expected[0][i])
+
+            with pytest.raises(ValueError, match=r"distinct env ids in \[0, 4\)"):
+                envs.send(np.zeros(2, dtype=np.int64), [0, 4])
+            with pytest.raises(ValueError, match="distinct env ids"):
+                envs.send(np.zeros(4, dtype=np.int64), [0, 1, 1, 0])
+            with pytest.raises(ValueError, match="stepped together"):
+                envs.send(np.zeros(1, dtype=np.int64), [2])
+            with pytest.raises(ValueError, match="holds 3 entries, not one per env"):
+                envs.send(np.zeros(3, dtype=np.int64), [0, 1])
+            envs.send(np.zeros(2, dtype=np.int64), [0, 1])
+            with pytest.raises(ValueError, match="still stepping"):
+                envs.send(np.zeros(2, dtype=np.int64), [1, 0])
+            _, _, _, _, info = envs.recv()
+            assert info["env_id"].tolist() == [0, 1]  # the refused sends stepped nothing
+        finally:
+            envs.close()
+            reference.close()
+
+
 # -- many servers ---------------------------------------------------------------------
 
 
