@@ -23,6 +23,12 @@ every client and every server in its own process on 127.0.0.1, stopped by PID:
   servers, driven EnvPool-style: ``async_reset()``, then ``recv()`` one half and
   ``send()`` its actions while the other half is stepped.
 
+Where a remote call's time goes: for the remote kinds, each window also reads the
+servers' ``/metrics`` (``openenv_gym_step_seconds``, a server's time from a decoded
+``step`` message to its reply, the env's step included), so the table shows each call's
+wall time beside the server's part of it; the rest is the client, the codec and the
+socket, both ways.
+
 Writes ``benchmarks/results/pipeline.json`` and the ``pipeline`` section of
 ``docs/benchmarks.md`` (for another ``--env``, ``pipeline-<env>.json`` and the
 ``pipeline-<env>`` section, whose ratios have no target: #17's targets are CartPole's),
@@ -35,6 +41,7 @@ import argparse
 import datetime as _dt
 import sys
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +80,24 @@ TARGETS = [
     ("two halves in flight / lockstep step() on one server", "halves", "lockstep", 1.0),
 ]
 PACKAGES = ["gymnasium", "numpy", "envpool", "websockets", "msgpack", "uvicorn", "openenv-gym"]
+
+
+def server_steps(urls: list[str]) -> tuple[float, int]:
+    """The step latencies the servers at ``urls`` have summed and counted (their ``/metrics``)."""
+    total, count = 0.0, 0
+    for url in sorted(set(urls)):
+        with urllib.request.urlopen(f"{url}/metrics", timeout=10) as response:
+            for line in response.read().decode().splitlines():
+                name, _, value = line.partition(" ")
+                if name == "openenv_gym_step_seconds_sum":
+                    total += float(value)
+                elif name == "openenv_gym_step_seconds_count":
+                    count += int(value)
+    return total, count
+
+
+def envs_per_call(kind: str) -> int:
+    return HALF if kind in HALVES else N
 
 
 class Client:
@@ -162,6 +187,8 @@ def main(argv: list[str] | None = None) -> int:
     results_path, doc_tag = HERE / "results" / f"pipeline{suffix}.json", f"pipeline{suffix}"
     processes = H.ProcessSet()
     results: dict[str, list] = {kind: [] for kind in KINDS}
+    #: Per rep of a remote kind: the servers' mean time per step message, in microseconds.
+    server_us: dict[str, list] = {kind: [] for kind in KINDS}
     errors: dict[str, str] = {}
     incomplete = None
     servers: dict[str, H.Server] = {}
@@ -188,8 +215,13 @@ def main(argv: list[str] | None = None) -> int:
                     worker.request({"op": "open", "client": "bench_pipeline:Client",
                                     "params": {"kind": kind, "env": args.env, "urls": urls.get(kind)}},
                                    timeout=180)
+                    before = server_steps(urls[kind]) if kind in urls else None
                     reply = worker.request({"op": "window", "window_s": args.window, "max_iters": 10 ** 7,
                                             "warmup_s": 0.3, "warmup_iters": 200}, timeout=args.window + 120)
+                    if before is not None:
+                        after = server_steps(urls[kind])
+                        messages = after[1] - before[1]
+                        server_us[kind].append((after[0] - before[0]) / messages * 1e6 if messages else None)
                     worker.request({"op": "close"}, timeout=60)
                 except H.WorkerError as exc:
                     errors[kind] = str(exc).strip().splitlines()[-1]
@@ -207,11 +239,13 @@ def main(argv: list[str] | None = None) -> int:
         processes.stop_all()
 
     summary = {kind: H.summarize(v) for kind, v in results.items()}
+    server_summary = {kind: H.summarize(values) for kind, values in server_us.items()}
     ratios = H.target_ratios(results, [(label, a, b, None if own else target) for label, a, b, target in TARGETS])
     data = {"command": command, "env": args.env, "started": started.isoformat(), "duration_s": time.perf_counter() - t0,
             "machine": machine, "reps": args.reps, "window_s": args.window,
             "servers": {key: H.portable_argv(srv.argv) for key, srv in servers.items()},
-            "env_steps_per_s": results, "summary": summary, "ratios": ratios, "errors": errors,
+            "env_steps_per_s": results, "summary": summary, "server_step_us": server_us,
+            "server_step_summary": server_summary, "ratios": ratios, "errors": errors,
             "incomplete": incomplete}
     H.write_json(results_path, data)
     text = render(data)
@@ -240,12 +274,24 @@ def render(data: dict) -> str:
         "over two sessions of 32 envs on the one EnvPool server, whose pool steps one half outside the "
         "GIL while the server's event loop and the client handle the other.",
         "",
-        "| client | env-steps/s |",
-        "|---|---|",
+        "A call is one `step()` (64 envs) or, for the halves, one `send()` + `recv()` of 32; "
+        "its time is the median rep's env-steps per call over env-steps/s (two halves overlap, so "
+        "theirs is not a round trip). The server's part is its time from a decoded `step` message "
+        "to the reply, env step included (its `/metrics`, median over reps); the rest of a lockstep "
+        "call is the client, the codec and the socket, both ways.",
+        "",
+        "| client | env-steps/s | µs per call | server's part, µs |",
+        "|---|---|---|---|",
     ]
+    server = data.get("server_step_summary", {})
     for kind, label in KINDS.items():
-        cell = data["errors"].get(kind) and "failed" or H.fmt_mmm(data["summary"][kind])
-        lines.append(f"| {label} | {cell} |")
+        stats = data["summary"][kind]
+        failed = bool(data["errors"].get(kind))
+        cell = "failed" if failed else H.fmt_mmm(stats)
+        median = None if failed or not stats else stats.get("median")
+        per_call = f"{envs_per_call(kind) / median * 1e6:,.0f}" if median else "-"
+        part = (server.get(kind) or {}).get("median")
+        lines.append(f"| {label} | {cell} | {per_call} | {'-' if part is None else f'{part:,.0f}'} |")
     lines += ["", "| ratio (per-rep pairs) | target | measured | met |", "|---|---|---|---|"]
     lines += [H.target_row(label, r) for label, r in data["ratios"].items()]
     if data["errors"]:
