@@ -12,6 +12,8 @@ coroutine sends its request over a blocking
 at once, with one ``poll(2)``, and resumes each coroutine whose reply has come.
 Requests to several servers are in flight together with no thread hand-off
 per message, which is most of a round trip's cost for a batch of cheap envs.
+A lone coroutine (a lockstep call on one server) simply blocks on its one
+connection (:meth:`~openenv_gym.client.connection.Connection.wait`).
 
 Both offer the same calls: :meth:`~InlineRunner.run` one coroutine,
 :meth:`~InlineRunner.gather` several, :meth:`~InlineRunner.start` one in the
