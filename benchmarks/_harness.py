@@ -260,6 +260,28 @@ def uvicorn_argv(app: str, port: int, *, ws: str | None = None, factory: bool = 
     return argv + [app]
 
 
+# ---------------------------------------------------------------- servers ----
+
+def parse_metrics(text: str) -> dict:
+    """An openenv-gym server's ``/metrics`` text: message and error counts by type, step
+    latency quantiles, and the step-latency sum and count and the session gauges as floats."""
+    out: dict[str, Any] = {"messages": {}, "errors": {}, "quantiles": {}}
+    for ln in text.splitlines():
+        if ln.startswith("#") or not ln.strip():
+            continue
+        name, _, value = ln.rpartition(" ")
+        if name.startswith("openenv_gym_messages_total"):
+            out["messages"][name.split('"')[1]] = int(float(value))
+        elif name.startswith("openenv_gym_errors_total"):
+            out["errors"][name.split('"')[1]] = int(float(value))
+        elif name.startswith("openenv_gym_step_quantile_seconds"):
+            out["quantiles"][name.split('"')[1]] = float(value)
+        elif name in ("openenv_gym_step_seconds_sum", "openenv_gym_step_seconds_count",
+                      "openenv_gym_sessions_total", "openenv_gym_sessions_active"):
+            out[name] = float(value)
+    return out
+
+
 # ------------------------------------------------------------- processes ----
 
 def proc_cpu_seconds(pid: int | None) -> float | None:

@@ -87,12 +87,9 @@ def server_steps(urls: list[str]) -> tuple[float, int]:
     total, count = 0.0, 0
     for url in sorted(set(urls)):
         with urllib.request.urlopen(f"{url}/metrics", timeout=10) as response:
-            for line in response.read().decode().splitlines():
-                name, _, value = line.partition(" ")
-                if name == "openenv_gym_step_seconds_sum":
-                    total += float(value)
-                elif name == "openenv_gym_step_seconds_count":
-                    count += int(value)
+            metrics = H.parse_metrics(response.read().decode())
+        total += metrics.get("openenv_gym_step_seconds_sum", 0.0)
+        count += int(metrics.get("openenv_gym_step_seconds_count", 0))
     return total, count
 
 

@@ -249,24 +249,6 @@ def http_get(url: str, timeout: float = 10.0) -> tuple[int, str]:
         return -1, f"{type(exc).__name__}: {exc}"
 
 
-def parse_metrics(text: str) -> dict:
-    out: dict[str, Any] = {"messages": {}, "errors": {}, "quantiles": {}}
-    for ln in text.splitlines():
-        if ln.startswith("#") or not ln.strip():
-            continue
-        name, _, value = ln.rpartition(" ")
-        if name.startswith("openenv_gym_messages_total"):
-            out["messages"][name.split('"')[1]] = int(float(value))
-        elif name.startswith("openenv_gym_errors_total"):
-            out["errors"][name.split('"')[1]] = int(float(value))
-        elif name.startswith("openenv_gym_step_quantile_seconds"):
-            out["quantiles"][name.split('"')[1]] = float(value)
-        elif name in ("openenv_gym_step_seconds_sum", "openenv_gym_step_seconds_count",
-                      "openenv_gym_sessions_total", "openenv_gym_sessions_active"):
-            out[name] = float(value)
-    return out
-
-
 def read_line(proc: subprocess.Popen, prefix: str, timeout: float) -> str | None:
     deadline = time.monotonic() + timeout
     fd = proc.stdout.fileno()
@@ -360,7 +342,7 @@ def main() -> int:
             time.sleep(1.0)  # let the server finish closing the sessions
             _, health_end = http_get(url + "/health")
             mcode, metrics_text = http_get(url + "/metrics")
-            metrics = parse_metrics(metrics_text)
+            metrics = h.parse_metrics(metrics_text)
             rss_end = h.proc_status(server.pid)
             per_client = [json.loads(out.read_text()) for _, out in clients]
             import numpy as np
