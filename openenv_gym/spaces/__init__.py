@@ -19,6 +19,9 @@ the names imported here. One module per concept:
   a harmless value of a space.
 * :mod:`~openenv_gym.spaces.infer`: :func:`infer_space` / :func:`infer_fields` map the plain
   pydantic JSON Schemas that stock OpenEnv servers publish to best-effort spaces.
+* :mod:`~openenv_gym.spaces.stock`: :func:`infer_view` sees a stock server's named fields as
+  spaces a learner can use (a :class:`StockView`): from its schema and its first observation,
+  with action masks from the legal actions it lists, overridable field by field.
 
 Example::
 
@@ -50,8 +53,9 @@ from .description import MAX_DESCRIPTION_DEPTH as MAX_DESCRIPTION_DEPTH
 from .description import MAX_NDIM as MAX_NDIM
 from .infer import INFERRED_JSON_MAX_LENGTH as INFERRED_JSON_MAX_LENGTH
 from .infer import INFERRED_TEXT_MAX_LENGTH as INFERRED_TEXT_MAX_LENGTH
-from .infer import InferredSpace, infer_fields, infer_space
+from .infer import InferredSpace, InferredText, JsonText, infer_fields, infer_space
 from .schema import SCHEMA_EXTENSION_KEY, to_json_schema
+from .stock import LegalActions, StockView, infer_view, needs_first_observation
 from .values import MAX_SEQUENCE_LENGTH, contains, decode, encode, neutral
 
 __all__ = [
@@ -67,6 +71,12 @@ __all__ = [
     "InferredSpace",
     "infer_space",
     "infer_fields",
+    "InferredText",
+    "JsonText",
+    "StockView",
+    "LegalActions",
+    "infer_view",
+    "needs_first_observation",
     "neutral",
     "contains",
 ]

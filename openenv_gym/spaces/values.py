@@ -548,7 +548,12 @@ def neutral(space: gs.Space) -> Any:
 
         >>> neutral(gs.Dict({"n": gs.Discrete(3, start=1), "s": gs.Text(5, min_length=0)}))
         {'n': 1, 's': ''}
+
+    A space may name its own (``neutral_value``: JSON text's is ``"null"``).
     """
+    own = getattr(space, "neutral_value", None)
+    if own is not None:
+        return own
     if isinstance(space, gs.Box):
         return np.clip(np.zeros(space.shape, space.dtype), space.low, space.high).astype(space.dtype)
     if isinstance(space, gs.Discrete):
