@@ -122,7 +122,7 @@ class AlphaZeroChess(gym.Wrapper):
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         move = decode_action(self.board, int(action))
         uci = _NULL_MOVE if move is None else move.uci()
-        raw, reward, terminated, truncated, info = self.env.step({"move": uci})
+        raw, reward, terminated, truncated, info = self.env.step(uci)
         if move is not None and move in self.board.legal_moves:
             self._push(move)
         self._follow(raw["fen"])

@@ -212,12 +212,16 @@ class FieldsEnv(abc.ABC):
         """The validated action ``step`` gets; by default ``data`` checked against ``action_schema``."""
         return validate_action(cls.action_schema, data)
 
-    @classmethod
-    def inferred_spaces(cls) -> tuple[Any, Any]:
-        """The ``(observation_space, action_space)`` a client infers from the schemas."""
-        observation = spaces.infer_fields(cls.observation_schema, exclude=("done", "reward", "metadata"))
-        action = spaces.infer_fields(cls.action_schema, exclude=("metadata",))
-        return observation.space, action.space
+    def inferred_spaces(self) -> tuple[Any, Any]:
+        """The ``(observation_space, action_space)`` a client infers from the schemas and, as a
+        client reads it from ``POST /reset``, this env's first observation (an unseeded reset)."""
+        schema = self.schema_document()
+        first = None
+        if spaces.needs_first_observation(schema):
+            observation = self.reset()
+            first = {**observation.fields, "metadata": observation.metadata}
+        view = spaces.infer_view(schema, first_observation=first)
+        return view.observation_space, view.action_space
 
     @classmethod
     def reset_options(cls) -> frozenset[str]:

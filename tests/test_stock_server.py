@@ -14,14 +14,30 @@ def test_inferred_spaces_follow_the_pydantic_schema(stock_url):
     with openenv_gym.RemoteEnv(stock_url) as env:
         assert env.encoding == "json"
         obs_space, act_space = env.observation_space, env.action_space
-        assert isinstance(obs_space, gym.spaces.Dict) and isinstance(act_space, gym.spaces.Dict)
+        assert isinstance(obs_space, gym.spaces.Dict)
         assert list(obs_space.spaces) == ["count", "progress", "label", "history", "winner"]
         assert obs_space["count"] == gym.spaces.Discrete(101)
         assert isinstance(obs_space["progress"], gym.spaces.Box)
         assert isinstance(obs_space["label"], gym.spaces.Text)
         assert isinstance(obs_space["history"], gym.spaces.Sequence)
-        assert act_space["increment"] == gym.spaces.Discrete(5, start=1)
-        assert isinstance(act_space["mode"], gym.spaces.Discrete) and act_space["mode"].n == 2
+        # `mode` has a default: left out, so the action is the one required field's space.
+        assert act_space == gym.spaces.Discrete(5, start=1)
+        rules = env.contract.view.rules
+        assert rules["action.mode"].startswith("left out: not required, the server's default 'add' applies")
+
+
+def test_an_optional_action_field_can_be_brought_in(stock_url):
+    mode = gym.spaces.Discrete(2)
+    with openenv_gym.RemoteEnv(stock_url, action_fields={"mode": None}) as env:
+        assert env.action_space == gym.spaces.Discrete(5, start=1)
+    with pytest.raises(ValueError, match="leaves out 'increment', which the server requires"):
+        openenv_gym.RemoteEnv(stock_url, action_fields={"increment": None})
+    with openenv_gym.RemoteEnv(stock_url, action_fields={"mode": mode}) as env:
+        assert env.action_space == gym.spaces.Dict({"increment": gym.spaces.Discrete(5, start=1), "mode": mode})
+        env.reset(seed=0)
+        # The field's values travel as the given space encodes them: the server refuses 1 for a string.
+        with pytest.raises(ValidationError, match="mode"):
+            env.step({"increment": 3, "mode": 1})
 
 
 def test_episodes_through_remote_env_stay_in_the_inferred_space(stock_url):
@@ -49,8 +65,10 @@ def test_episodes_through_remote_env_stay_in_the_inferred_space(stock_url):
 def test_float_string_and_list_fields_decode_faithfully(stock_url):
     with openenv_gym.RemoteEnv(stock_url) as env:
         env.reset(seed=0)
-        obs, reward, *_ = env.step({"increment": np.int64(3), "mode": 1})  # 1 = "double"
-        assert reward == 6.0
+        obs, reward, *_ = env.step(np.int64(3))
+        assert reward == 3.0
+        obs, reward, *_ = env.step(3)
+        assert reward == 3.0
         assert obs["count"] == 6 and obs["label"] == "count=6"
         np.testing.assert_allclose(obs["progress"], 6 / 20)
         np.testing.assert_array_equal(np.asarray(obs["history"]), [0, 3])

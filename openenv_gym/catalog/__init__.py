@@ -18,112 +18,36 @@ Where the server comes from, first match wins:
    long as the env: ``close()`` stops it, and so do interpreter exit and the
    death of the owning process (see :mod:`~openenv_gym.catalog.embedded`).
    ``server_kwargs=`` configures it (Chess: ``{"opponent": None}`` for
-   self-play).
+   self-play), and so do the entry's settings, named as upstream's app names
+   them (``gym.make("openenv/Atari-v0", game="breakout")``,
+   ``gym.make("openenv/OpenSpiel-v0", game="tic_tac_toe")``).
 
-The other keywords of ``gym.make`` go to :class:`~openenv_gym.RemoteEnv`;
-``codec=`` picks how the env looks to the agent (``"raw"``: the server's JSON
-fields as Gymnasium ``Dict``/``Text`` spaces, inferred from its schema).
+``codec=`` picks how the env looks to the agent. ``"raw"`` is the server's named
+fields through the entry's exact view of upstream's schema
+(:attr:`CatalogEntry.observation_fields` / ``action_fields`` over what
+:func:`~openenv_gym.spaces.infer_view` infers: ``Discrete(4)`` for the maze's
+moves with ``info["action_mask"]``, an ``(8, 2)`` board ...); other codecs wrap
+it (Chess: ``"alphazero"``, its default). The other keywords of ``gym.make`` go
+to :class:`~openenv_gym.RemoteEnv` (``observation_fields=`` / ``action_fields=``
+override the view field by field).
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any
 
 import gymnasium as gym
-from gymnasium.envs.registration import load_env_creator
 from gymnasium.vector import AutoresetMode, SyncVectorEnv, VectorEnv, VectorWrapper
 
 from ..client.remote_env import RemoteEnv
 from ..client.vector import RemoteVectorEnv
 from ..errors import OpenEnvGymError
+from .entry import CatalogEntry, Setting, import_path
+from .table import CATALOG
 
-
-def import_path(path: str) -> Any:
-    """The object at ``"module:attribute"`` (a server factory or a codec wrapper)."""
-    return load_env_creator(path)
-
-
-__all__ = ["CatalogEntry", "CATALOG", "list_envs", "get", "make", "register_catalog"]
-
-
-@dataclass(frozen=True)
-class CatalogEntry:
-    """One catalog id and everything needed to make it.
-
-    ``server`` is the ``"module:Class"`` path of the built-in server env
-    (``None`` when the env needs a server you run); ``requires`` the
-    modules it imports; ``codecs`` maps codec names to ``"module:Wrapper"``
-    paths (``"raw"`` is always there and means the plain
-    :class:`~openenv_gym.RemoteEnv`).
-    """
-
-    name: str
-    upstream: str
-    description: str
-    server: str | None = None
-    requires: tuple[str, ...] = ()
-    codecs: dict[str, str] = field(default_factory=dict)
-    default_codec: str = "raw"
-
-    @property
-    def id(self) -> str:
-        return f"openenv/{self.name}-v0"
-
-    @property
-    def env_var(self) -> str:
-        """The environment variable that points the id at a running server."""
-        return f"OPENENV_{self.name.upper()}_URL"
-
-    def server_source(self) -> str:
-        """Where ``gym.make(self.id)`` (without ``base_url=``) gets its server now."""
-        if url := os.environ.get(self.env_var):
-            return f"${self.env_var} = {url}"
-        if self.server is not None:
-            return f"embedded: built-in server ({', '.join(self.requires) or 'no extra packages'})"
-        return f"none built in: pass base_url= or set ${self.env_var}"
-
-    def builtin_server(self) -> Any:
-        """The built-in server env class (raises if the entry has none)."""
-        if self.server is None:
-            raise OpenEnvGymError(
-                f"{self.id} has no built-in server: run an OpenEnv {self.upstream} server and pass "
-                f"base_url= or set ${self.env_var}"
-            )
-        return import_path(self.server)
-
-    def schema(self) -> dict | None:
-        """The built-in server's ``/schema`` document (``None`` without a built-in server)."""
-        return None if self.server is None else self.builtin_server().schema_document()
-
-
-CATALOG: tuple[CatalogEntry, ...] = (
-    CatalogEntry(
-        "Chess", "chess_env",
-        "Chess against a random (default), moonfish or no opponent; UCI moves",
-        server="openenv_gym.catalog.chess_env:ChessEnvironment",
-        requires=("chess",),
-        codecs={"alphazero": "openenv_gym.chess_codec:AlphaZeroChess"},
-        default_codec="alphazero",
-    ),
-    CatalogEntry(
-        "Connect4", "connect4_env",
-        "Connect Four on a 6x7 board; drop a piece in a column",
-        server="openenv_gym.catalog.connect4_env:Connect4Environment",
-    ),
-    CatalogEntry(
-        "GridWorld", "grid_world_env",
-        "A 5x5 grid: walk from [0, 0] to [4, 4] with UP / DOWN / LEFT / RIGHT",
-        server="openenv_gym.catalog.grid_world_env:GridWorldEnvironment",
-    ),
-    CatalogEntry(
-        "Echo", "echo_env", "MCP tools echo_message and echo_with_length",
-        server="openenv_gym.catalog.echo_env:EchoEnvironment",
-    ),
-    CatalogEntry("Maze", "maze_env", "A maze on a grid; integer actions with legal_actions"),
-    CatalogEntry("Snake", "snake_env", "Snake (marlenv); integer actions, grid observations"),
-)
+__all__ = ["CatalogEntry", "Setting", "CATALOG", "list_envs", "get", "make", "register_catalog"]
 
 _BY_NAME = {entry.name.lower(): entry for entry in CATALOG}
 
@@ -170,24 +94,48 @@ def _codec(entry: CatalogEntry, codec: str | None) -> str:
     return codec
 
 
+def _configure(entry: CatalogEntry, keywords: dict[str, Any]) -> dict[str, Any]:
+    """The values of ``entry``'s settings among ``keywords`` (removed from them)."""
+    return {key: keywords.pop(key) for key in list(keywords) if key in entry.settings}
+
+
 def _server(
-    entry: CatalogEntry, base_url: str | None, server_kwargs: dict[str, Any] | None, sessions: int
+    entry: CatalogEntry,
+    base_url: str | None,
+    server_kwargs: dict[str, Any] | None,
+    settings: Mapping[str, Any],
+    sessions: int,
 ) -> tuple[str, Any]:
     """``(url, embedded server or None)``: ``base_url``, else the env var, else a
-    freshly started embedded server holding at least ``sessions`` sessions."""
+    freshly started embedded server holding at least ``sessions`` sessions, configured by
+    ``server_kwargs`` and the entry's ``settings``."""
     url = base_url or os.environ.get(entry.env_var)
     if url:
-        if server_kwargs:
+        given = [*(["server_kwargs"] if server_kwargs else []), *settings]
+        if given:
             raise OpenEnvGymError(
-                f"server_kwargs configure the embedded server, but {entry.id} uses the server at "
+                f"{', '.join(given)} configure the embedded server, but {entry.id} uses the server at "
                 f"{url}: configure that server where it runs, or drop base_url / ${entry.env_var}"
             )
         return url, None
     from .embedded import EmbeddedServer
 
     entry.builtin_server()  # a clear error before any process starts
-    server = EmbeddedServer.start(entry.name, env_kwargs=server_kwargs, max_sessions=max(sessions, 64))
+    chosen = {key: setting.default for key, setting in entry.settings.items() if setting.default is not None}
+    chosen.update(settings)
+    env_kwargs = {**(server_kwargs or {}), **{entry.settings[k].argument: v for k, v in chosen.items()}}
+    server = EmbeddedServer.start(entry.name, env_kwargs=env_kwargs, max_sessions=max(sessions, 64))
     return server.url, server
+
+
+def _viewed(entry: CatalogEntry, remote_kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``remote_kwargs`` with the entry's exact view under the user's own field overrides."""
+    view = entry.view()
+    for key in ("observation_fields", "action_fields"):
+        view[key] = {**view[key], **(remote_kwargs.get(key) or {})}
+        if remote_kwargs.get(key.replace("_fields", "_space")) is not None:
+            view[key] = {}  # a whole side given: the fields of the view no longer apply
+    return {**remote_kwargs, **view}
 
 
 def make(
@@ -201,7 +149,9 @@ def make(
     """The entry point of every catalog id (see the module docstring)."""
     entry = get(name)
     codec = _codec(entry, codec)
-    url, server = _server(entry, base_url, server_kwargs, 1)
+    settings = _configure(entry, remote_kwargs)
+    url, server = _server(entry, base_url, server_kwargs, settings, 1)
+    remote_kwargs = _viewed(entry, remote_kwargs)
     env: gym.Env = RemoteEnv(url, **remote_kwargs) if server is None else EmbeddedRemoteEnv(server, **remote_kwargs)
     if codec == "raw":
         return env
@@ -247,7 +197,9 @@ def make_vec(
     """
     entry = get(name)
     codec = _codec(entry, codec)
-    url, server = _server(entry, base_url, server_kwargs, num_envs)
+    settings = _configure(entry, remote_kwargs)
+    url, server = _server(entry, base_url, server_kwargs, settings, num_envs)
+    remote_kwargs = _viewed(entry, remote_kwargs)
     try:
         if codec == "raw":
             vec: VectorEnv = RemoteVectorEnv(url, num_envs, autoreset_mode=autoreset_mode, **remote_kwargs)

@@ -50,7 +50,7 @@ from ..errors import ConnectionClosedError, MessageTimeoutError
 from ..protocol import PROCESS_HEADER, PROCESS_TOKEN, is_loopback, spin_turn
 from .options import ConnectOptions
 
-__all__ = ["Connection", "wait_for_messages", "ws_url", "http_url", "get_json"]
+__all__ = ["Connection", "wait_for_messages", "ws_url", "http_url", "get_json", "post_json"]
 
 _RECV_BYTES = 1 << 18
 
@@ -561,19 +561,34 @@ def get_json(
 
     Loopback URLs bypass any proxy set in the environment, like OpenEnv's client.
     """
-    request = urllib.request.Request(url, headers=dict(headers or {}))
+    return _json_exchange("GET", url, None, headers, timeout)
+
+
+def post_json(
+    url: str, body: Any, *, headers: Mapping[str, str] | None = None, timeout: float | None = 10.0
+) -> Any:
+    """POST ``body`` as JSON to ``url`` and decode the JSON answer (a stock server's ``/reset``)."""
+    return _json_exchange("POST", url, body, headers, timeout)
+
+
+def _json_exchange(
+    method: str, url: str, body: Any, headers: Mapping[str, str] | None, timeout: float | None
+) -> Any:
+    data = None if body is None else json.dumps(body).encode()
+    sent = dict(headers or {}, **({"Content-Type": "application/json"} if data is not None else {}))
+    request = urllib.request.Request(url, data=data, headers=sent, method=method)
     host = urllib.parse.urlsplit(url).hostname or ""
     handlers = [urllib.request.ProxyHandler({})] if is_loopback(host) else []
     opener = urllib.request.build_opener(*handlers)
     try:
         with opener.open(request, timeout=timeout) as response:
-            body = response.read()
+            answer = response.read()
     except urllib.error.HTTPError as exc:
-        raise ConnectionClosedError(f"GET {url} answered HTTP {exc.code}: {exc.reason}") from exc
+        raise ConnectionClosedError(f"{method} {url} answered HTTP {exc.code}: {exc.reason}") from exc
     except (urllib.error.URLError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
-        raise ConnectionClosedError(f"GET {url} failed: {reason}") from exc
+        raise ConnectionClosedError(f"{method} {url} failed: {reason}") from exc
     try:
-        return json.loads(body)
+        return json.loads(answer)
     except ValueError as exc:
-        raise ConnectionClosedError(f"GET {url} did not return JSON: {exc}") from exc
+        raise ConnectionClosedError(f"{method} {url} did not return JSON: {exc}") from exc

@@ -1,28 +1,35 @@
 """How a client maps Gymnasium values to a server's messages, and back.
 
-A server's ``/schema`` decides which :class:`Contract` applies:
+A server's ``/schema`` decides which :class:`Contract` applies (:func:`read_contract`
+fetches it):
 
 - :class:`GymContract` for openenv-gym servers: exact spaces come from the
   schema's extension key; actions travel as ``{"action": value}``;
   observations carry ``obs``, ``terminated``, ``truncated`` and ``info``.
 - :class:`FieldsContract` for stock OpenEnv servers: the action and the
-  observation are objects of named fields; spaces are inferred from the plain
-  JSON Schema (or given by the user); ``done`` becomes ``terminated`` and
-  ``truncated`` is always ``False``, since OpenEnv has a single ``done``.
+  observation are objects of named fields, seen through a
+  :class:`~openenv_gym.spaces.StockView` (inferred from the plain JSON Schema
+  and the server's first observation, overridable field by field);
+  ``done`` becomes ``terminated`` and ``truncated`` is always ``False``, since
+  OpenEnv has a single ``done``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import gymnasium as gym
 
 from .. import spaces
-from ..errors import ErrorCode, ProtocolError
+from ..errors import ConnectionClosedError, ErrorCode, OpenEnvGymError, ProtocolError
 from ..protocol import EXTENSION_KEY, Codec, Observation, ServerMessage, Step
 from ..protocol import gym as gym_data
 from ..protocol.attributes import ATTRIBUTES_VERSION
 from ..protocol.gym import GymStep
+from ..spaces.stock import EXTRA_FIELDS, MISSING_FIELDS, RESERVED_OBSERVATION_FIELDS, FieldOverrides
+from .connection import get_json, post_json
+from .options import ConnectOptions
 
 __all__ = [
     "Contract",
@@ -30,18 +37,11 @@ __all__ = [
     "FieldsContract",
     "GymStep",
     "contract_from_schema",
+    "read_contract",
     "EXTRA_FIELDS",
     "MISSING_FIELDS",
+    "FieldOverrides",
 ]
-
-#: Observation fields OpenEnv itself puts on every observation.
-RESERVED_OBSERVATION_FIELDS = ("done", "reward", "metadata")
-#: ``info`` key holding the observation fields of a stock server that are not in the
-#: observation space (an answer of another shape, say), by name.
-EXTRA_FIELDS = "openenv_gym.extra_fields"
-#: ``info`` key naming the fields of the observation space the server left out (they
-#: take their schema default, else :func:`~openenv_gym.spaces.neutral`).
-MISSING_FIELDS = "openenv_gym.missing_fields"
 
 
 class Contract:
@@ -101,46 +101,19 @@ class GymContract(Contract):
 
 
 class FieldsContract(Contract):
-    """The contract of a stock OpenEnv server: named fields, one ``done``."""
+    """The contract of a stock OpenEnv server: named fields, one ``done``.
 
-    def __init__(self, schema: dict, observation_space=None, action_space=None):
-        self._obs = self._fields(schema.get("observation"), observation_space,
-                                 RESERVED_OBSERVATION_FIELDS, "observation")
-        self._act = self._fields(schema.get("action"), action_space, ("metadata",), "action")
-        self.observation_space = self._obs.space
-        self.action_space = self._act.space
+    ``view`` (a :class:`~openenv_gym.spaces.StockView`) says how the fields look as
+    spaces; ``view.describe()`` says which rule chose each one.
+    """
 
-    @staticmethod
-    def _fields(schema: Any, user_space: gym.Space | None, exclude: tuple[str, ...], what: str) -> spaces.InferredSpace:
-        if user_space is not None:
-            parts = user_space.spaces if isinstance(user_space, gym.spaces.Dict) else None
-
-            def to_space(value: Any) -> Any:
-                if parts is not None and isinstance(value, dict):
-                    return {
-                        k: spaces.decode(space, value[k], path=k) if k in value else spaces.neutral(space)
-                        for k, space in parts.items()
-                    }
-                return spaces.decode(user_space, value)
-
-            def to_json(value: Any) -> Any:
-                return spaces.encode(user_space, value)
-
-            return spaces.InferredSpace(user_space, to_space, to_json)
-        if not isinstance(schema, dict):
-            raise ValueError(
-                f"the server's /schema has no {what} schema; pass {what}_space= explicitly"
-            )
-        return spaces.infer_fields(schema, exclude=exclude)
+    def __init__(self, view: spaces.StockView) -> None:
+        self.view = view
+        self.observation_space = view.observation_space
+        self.action_space = view.action_space
 
     def step_message(self, codec: Codec, action: Any) -> Step:
-        data = self._act.to_json(action)
-        if not isinstance(data, dict):
-            raise TypeError(
-                f"a stock OpenEnv server takes an action object of named fields; the action "
-                f"space must be a Dict of those fields, not {self.action_space}"
-            )
-        return Step(data)
+        return Step(self.view.act(action))
 
     def read(self, codec: Codec, reply: ServerMessage) -> GymStep:
         message = _observation(reply)
@@ -148,22 +121,11 @@ class FieldsContract(Contract):
         metadata = message.metadata or fields.get("metadata")
         for key in RESERVED_OBSERVATION_FIELDS:
             fields.pop(key, None)
-        info: dict = {}
+        obs, info = self.view.observe(fields)
         if metadata:
-            info["metadata"] = metadata
-        if isinstance(self.observation_space, gym.spaces.Dict):
-            # Nothing is dropped silently: fields outside the space go to info, and
-            # fields the server left out (they take their default or a neutral value)
-            # are named there.
-            known = self.observation_space.spaces
-            extra = {k: fields.pop(k) for k in list(fields) if k not in known}
-            missing = [k for k in known if k not in fields]
-            if extra:
-                info[EXTRA_FIELDS] = extra
-            if missing:
-                info[MISSING_FIELDS] = missing
+            info = {"metadata": metadata, **info}
         return GymStep(
-            obs=self._obs.to_space(fields),
+            obs=obs,
             reward=0.0 if message.reward is None else float(message.reward),
             terminated=message.done,
             truncated=False,
@@ -186,9 +148,67 @@ def contract_from_schema(
     *,
     observation_space: gym.Space | None = None,
     action_space: gym.Space | None = None,
+    first_observation: Mapping[str, Any] | None = None,
+    observation_fields: FieldOverrides | None = None,
+    action_fields: FieldOverrides | None = None,
+    first_observation_source: str = "",
 ) -> Contract:
-    """Pick the contract for a server from its ``/schema`` document."""
+    """Pick the contract for a server from its ``/schema`` document (for a stock server, with
+    the fields of its first observation when :func:`~openenv_gym.spaces.needs_first_observation`)."""
     extension = schema.get(EXTENSION_KEY)
     if isinstance(extension, dict):
+        if observation_fields or action_fields:
+            raise ValueError(
+                "observation_fields= / action_fields= override the inferred fields of a stock OpenEnv "
+                "server; this openenv-gym server publishes exact spaces (pass observation_space= / "
+                "action_space= to replace them)"
+            )
         return GymContract(schema, extension, observation_space, action_space)
-    return FieldsContract(schema, observation_space, action_space)
+    view = spaces.infer_view(
+        schema, first_observation=first_observation, observation_fields=observation_fields,
+        action_fields=action_fields, observation_space=observation_space, action_space=action_space,
+        first_observation_source=first_observation_source,
+    )
+    return FieldsContract(view)
+
+
+def read_contract(
+    base_url: str,
+    options: ConnectOptions,
+    *,
+    observation_space: gym.Space | None = None,
+    action_space: gym.Space | None = None,
+    observation_fields: FieldOverrides | None = None,
+    action_fields: FieldOverrides | None = None,
+) -> tuple[dict, Contract]:
+    """``(schema, contract)`` of the server at ``base_url``: its ``/schema``, and for a stock
+    server whose schema leaves shapes or action counts open, its first observation, read
+    with ``POST /reset`` (a stateless reset that holds no session, so it works on a server
+    that takes one session at a time). When that reset fails, the view is inferred from the
+    schema alone, and its rules say why."""
+    schema = get_json(f"{base_url}/schema", headers=options.request_headers, timeout=options.connect_timeout)
+    if not isinstance(schema, dict):
+        raise OpenEnvGymError(f"{base_url}/schema did not return a JSON object")
+    first: Mapping[str, Any] | None = None
+    source = "not needed: the schema leaves no list's shape or action count open"
+    whole = observation_space is not None and action_space is not None
+    if whole:
+        source = "not needed: both spaces given"
+    elif not isinstance(schema.get(EXTENSION_KEY), dict) and spaces.needs_first_observation(schema):
+        try:
+            reply = post_json(f"{base_url}/reset", {}, headers=options.request_headers,
+                              timeout=options.connect_timeout)
+        except ConnectionClosedError as exc:
+            source = f"none: {exc}; lists stay Sequences and integer actions unbounded"
+        else:
+            fields = reply.get("observation") if isinstance(reply, dict) else None
+            if isinstance(fields, dict):
+                first = {**fields, "metadata": fields.get("metadata") or reply.get("metadata") or {}}
+                source = "POST /reset (a stateless reset: no session held)"
+            else:
+                source = "none: POST /reset did not answer an observation object"
+    contract = contract_from_schema(
+        schema, observation_space=observation_space, action_space=action_space, first_observation=first,
+        observation_fields=observation_fields, action_fields=action_fields, first_observation_source=source,
+    )
+    return schema, contract

@@ -8,15 +8,21 @@
 
 Against an openenv-gym server the spaces are exact, ``terminated`` and
 ``truncated`` are the env's own, and ``info`` keeps its numpy types. Against a
-stock OpenEnv server the spaces are inferred from ``/schema`` (override them
-with ``observation_space=`` / ``action_space=``), actions and observations are
-``Dict`` values of the schema's fields, OpenEnv's ``done`` becomes
-``terminated`` (wrap the env in ``TimeLimit`` for truncation), and a
-non-empty observation ``metadata`` appears as ``info["metadata"]``. Nothing is
+stock OpenEnv server the spaces are inferred from ``/schema`` and the server's
+first observation (:mod:`openenv_gym.spaces.stock` has the rules;
+``env.contract.view.describe()`` says which rule chose each field), observations
+are ``Dict`` values of the schema's fields, an action of one field is that
+field's value (``Discrete(4)`` with ``info["action_mask"]`` when the observation
+lists the legal actions), OpenEnv's ``done`` becomes ``terminated`` (wrap the env
+in ``TimeLimit`` for truncation), and a non-empty observation ``metadata``
+appears as ``info["metadata"]``. Override single fields with
+``observation_fields=`` / ``action_fields=`` (a space, or ``None`` to leave one
+out), whole sides with ``observation_space=`` / ``action_space=``. Nothing is
 dropped silently: observation fields outside the space go to
-``info["openenv_gym.extra_fields"]``, and fields the server left out take their
+``info["openenv_gym.extra_fields"]``, fields the server left out take their
 schema default or a neutral value and are listed in
-``info["openenv_gym.missing_fields"]``.
+``info["openenv_gym.missing_fields"]``, and fields that were null (a sentinel
+stands for them) in ``info["openenv_gym.null_fields"]``.
 """
 
 from __future__ import annotations
@@ -28,8 +34,8 @@ import numpy as np
 
 from ..errors import CapacityReachedError, OpenEnvGymError
 from ..protocol import Render, RenderReply, Reset, ServerMessage, State, StateReply
-from .connection import get_json, http_url
-from .contract import Contract, contract_from_schema
+from .connection import http_url
+from .contract import Contract, FieldOverrides, read_contract
 from .options import ConnectOptions
 from .retry import LOST_REASON, RECONNECTED, RECOVERABLE
 from .session import RemoteSession
@@ -49,6 +55,8 @@ class RemoteEnv(gym.Env):
         base_url: the server, as ``http(s)://host:port``, ``ws(s)://...`` or ``host:port``.
         observation_space, action_space: override the spaces read from (or, for
             stock servers, inferred from) the server's ``/schema``.
+        observation_fields, action_fields: for a stock server, override the space of
+            single fields (``{"screen": Box(...)}``), or leave one out (``None``).
         render_mode: ignored when the server reports its own; the server's
             render mode is the one that applies.
         options: how to connect (:class:`~openenv_gym.client.options.ConnectOptions`:
@@ -78,6 +86,8 @@ class RemoteEnv(gym.Env):
         action_space: gym.Space | None = None,
         render_mode: str | None = None,
         options: ConnectOptions | None = None,
+        observation_fields: FieldOverrides | None = None,
+        action_fields: FieldOverrides | None = None,
         **connect: Unpack[ConnectKwargs],
     ) -> None:
         self.base_url = http_url(base_url)
@@ -85,11 +95,10 @@ class RemoteEnv(gym.Env):
         self._closed = False
         self.options = options = ConnectOptions.merge(options, **connect)
         self.reconnect = options.reconnect
-        schema = get_json(f"{self.base_url}/schema", headers=options.request_headers, timeout=options.connect_timeout)
-        if not isinstance(schema, dict):
-            raise OpenEnvGymError(f"{self.base_url}/schema did not return a JSON object")
-        self.contract: Contract = contract_from_schema(
-            schema, observation_space=observation_space, action_space=action_space
+        self.contract: Contract
+        _, self.contract = read_contract(
+            self.base_url, options, observation_space=observation_space, action_space=action_space,
+            observation_fields=observation_fields, action_fields=action_fields,
         )
         self.observation_space = self.contract.observation_space
         self.action_space = self.contract.action_space

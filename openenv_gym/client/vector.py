@@ -61,7 +61,7 @@ from ..protocol.attributes import ATTRIBUTE_REPLIES
 from ..protocol.vector import AutoresetLike
 from .async_session import AsyncSession, BlockingSession
 from .connection import get_json, http_url
-from .contract import Contract, contract_from_schema
+from .contract import Contract, FieldOverrides, read_contract
 from .loop import InlineRunner, LoopThread
 from .options import ConnectOptions
 from .remote_env import owned_arrays
@@ -190,6 +190,8 @@ class RemoteVectorEnv(VectorEnv):
             its envs at once).
         observation_space, action_space: single-env spaces overriding what a
             stock server's ``/schema`` lets the client infer.
+        observation_fields, action_fields: for a stock server, the space of single
+            fields, or ``None`` to leave one out (as :class:`~openenv_gym.RemoteEnv`).
         copy: return observations the caller owns (``True``, like
             ``SyncVectorEnv``) or read-only views of the received frames.
         options: how to connect (:class:`~openenv_gym.client.options.ConnectOptions`);
@@ -221,6 +223,8 @@ class RemoteVectorEnv(VectorEnv):
         action_space: gym.Space | None = None,
         copy: bool = True,
         options: ConnectOptions | None = None,
+        observation_fields: FieldOverrides | None = None,
+        action_fields: FieldOverrides | None = None,
         **connect: Unpack[ConnectKwargs],
     ) -> None:
         self._units: list[Unit] = []
@@ -243,7 +247,9 @@ class RemoteVectorEnv(VectorEnv):
         self.message_timeout = self.options.message_timeout
         self.reconnect = self.options.reconnect
 
-        plan = self._plan([http_url(u) for u in urls][:num_envs], placed, mode, observation_space, action_space)
+        overrides = {"observation_space": observation_space, "action_space": action_space,
+                     "observation_fields": observation_fields, "action_fields": action_fields}
+        plan = self._plan([http_url(u) for u in urls][:num_envs], placed, mode, overrides)
         self.mode, self.base_urls = plan.mode, plan.urls
         first = plan.contracts[0]
         self.single_observation_space = first.observation_space
@@ -278,19 +284,14 @@ class RemoteVectorEnv(VectorEnv):
         urls: list[str],
         placed: list[int] | None,
         mode: VectorMode,
-        observation_space: gym.Space | None,
-        action_space: gym.Space | None,
+        overrides: dict[str, Any],
     ) -> _Plan:
         """Read every server's ``/schema`` and ``/health``: the mode, and how many
         envs go to which server (``placed``, else least-loaded first)."""
         options = self.options
-        schemas = [
-            get_json(f"{u}/schema", headers=options.request_headers, timeout=options.connect_timeout) for u in urls
-        ]
-        contracts = [
-            contract_from_schema(s, observation_space=observation_space, action_space=action_space)
-            for s in schemas
-        ]
+        read = [read_contract(u, options, **overrides) for u in urls]
+        schemas = [schema for schema, _ in read]
+        contracts = [contract for _, contract in read]
         first = contracts[0]
         for url, contract in zip(urls[1:], contracts[1:]):
             if (contract.observation_space, contract.action_space) != (first.observation_space, first.action_space):

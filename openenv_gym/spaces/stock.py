@@ -13,7 +13,8 @@ field out).
 Actions:
 
 * a field the schema does not require (it has a default, as upstream OpenSpiel's
-  ``game_name="catch"``) is left out, so the server's default applies;
+  ``game_name="catch"``) is left out, so the server's default applies, unless no field is
+  required (then every field is the agent's to choose);
 * an integer with ``minimum`` and ``maximum``, or with a range in its description
   (``column: The column index (0 to 6)`` in the model's docstring), is ``Discrete`` over it;
 * an integer field paired with a list of legal actions in the observation
@@ -283,7 +284,7 @@ def infer_view(
             else:
                 act_rules[name], rules[where] = given
             continue
-        if name not in required:
+        if name not in required and required & set(act_props):
             default = prop.get("default") if isinstance(prop, Mapping) else None
             rules[where] = ("left out: not required, the server's default "
                             f"{'applies' if default is None else repr(default) + ' applies'}; "

@@ -7,9 +7,9 @@ Two encodings of chess reach a view, and :func:`chess_view` picks the one the sp
   and ``(8, 8, 111)`` board planes. :class:`AlphaZeroChessView` reads the position off
   the planes (:func:`board_from_planes`), so a client that has only the observation
   reads it as the server does, and turns a UCI move into its action number and back.
-- **OpenEnv's** (the catalog's ``codec="raw"``, upstream ``chess_env``): an action
-  ``{"move": <UCI string>}`` and an observation with ``fen`` and ``legal_moves``
-  (:class:`FenChessView`).
+- **OpenEnv's** (the catalog's ``codec="raw"``, upstream ``chess_env``, as a
+  :class:`~openenv_gym.RemoteEnv` sees it): the UCI string as the action, an observation
+  with ``fen``, and the legal moves in ``info["legal_actions"]`` (:class:`FenChessView`).
 
 Either way a reply names a legal move of the position in UCI notation; a move that is
 not legal there is an :class:`~openenv_gym.text.ActionParseError` listing the legal ones.
@@ -48,6 +48,7 @@ import numpy as np
 from gymnasium import spaces as gs
 
 from .._extras import missing_extra
+from ..spaces.stock import LEGAL_ACTIONS
 from .reply import NO_JSON, ActionParseError, read_reply, shorten
 from .view import TextView, action_mask
 
@@ -242,25 +243,26 @@ class AlphaZeroChessView(ChessView):
 
 
 class FenChessView(ChessView):
-    """OpenEnv's chess: actions ``{"move": uci}``, observations with ``fen`` and ``legal_moves``."""
+    """OpenEnv's chess seen through a :class:`~openenv_gym.spaces.StockView`: the action is
+    the UCI string (the ``move`` field), observations have ``fen``, and ``info["legal_actions"]``
+    lists the legal moves (the server's ``legal_moves``)."""
 
     def board(self, obs: Any, info: Mapping[str, Any] | None) -> chess.Board | None:
         fen = obs.get("fen") if isinstance(obs, Mapping) else None
         return chess.Board(fen) if fen else None
 
     def legal_moves(self, obs: Any, info: Mapping[str, Any] | None) -> list[chess.Move] | None:
-        moves = obs.get("legal_moves") if isinstance(obs, Mapping) else None
+        moves = info.get(LEGAL_ACTIONS) if isinstance(info, Mapping) else None
         if moves is None:
             board = self.board(obs, info)
             return None if board is None else list(board.legal_moves)
         return [chess.Move.from_uci(m) for m in moves]
 
-    def to_action(self, move: chess.Move, board: chess.Board | None) -> dict[str, str]:
-        return {"move": move.uci()}
+    def to_action(self, move: chess.Move, board: chess.Board | None) -> str:
+        return move.uci()
 
     def to_move(self, action: Any, board: chess.Board | None) -> chess.Move | None:
-        uci = action.get("move") if isinstance(action, Mapping) else None
-        return chess.Move.from_uci(uci) if isinstance(uci, str) and UCI.fullmatch(uci) else None
+        return chess.Move.from_uci(action) if isinstance(action, str) and UCI.fullmatch(action) else None
 
     def obs_to_text(self, obs: Any, info: Mapping[str, Any] | None = None) -> str:
         text = super().obs_to_text(obs, info)
@@ -275,8 +277,7 @@ def chess_view(observation_space: gs.Space, action_space: gs.Space, **kwargs: An
     if isinstance(action_space, gs.Discrete) and int(action_space.n) == ACTIONS:
         return AlphaZeroChessView(observation_space, action_space, **kwargs)
     if (
-        isinstance(action_space, gs.Dict)
-        and set(action_space.spaces) == {"move"}
+        isinstance(action_space, gs.Text)
         and isinstance(observation_space, gs.Dict)
         and "fen" in observation_space.spaces
     ):

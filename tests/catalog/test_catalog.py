@@ -80,8 +80,8 @@ def play_random_game(env: gym.Env, seed: int, max_steps: int = 600) -> list[tupl
     obs, info = env.reset(seed=seed)
     trail = []
     for _ in range(max_steps):
-        if isinstance(obs, dict):  # raw codec
-            action = {"move": str(rng.choice(list(obs["legal_moves"])))}
+        if isinstance(obs, dict):  # raw codec: the UCI string, the legal ones in info
+            action = str(rng.choice(list(info["legal_actions"])))
         else:
             action = int(rng.choice(np.flatnonzero(info["action_mask"])))
         obs, reward, terminated, truncated, info = env.step(action)
@@ -168,12 +168,12 @@ def test_chess_rules_rewards_and_state():
     env = gym.make("openenv/Chess-v0", codec="raw", server_kwargs={"opponent": None})
     try:
         obs, _ = env.reset(options={"fen": "6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1"})
-        obs, reward, terminated, _, _ = env.step({"move": "a1a2"})  # not mate
+        obs, reward, terminated, _, _ = env.step("a1a2")  # not mate
         assert (reward, terminated) == (0.0, False)
-        obs, reward, terminated, _, _ = env.step({"move": "e2e4"})  # illegal: game goes on
+        obs, reward, terminated, _, _ = env.step("e2e4")  # illegal: game goes on
         assert (reward, terminated) == (-0.1, False)
-        obs, reward, terminated, _, _ = env.step({"move": "g8h8"})
-        obs, reward, terminated, _, _ = env.step({"move": "a2a8"})  # back-rank mate
+        obs, reward, terminated, _, _ = env.step("g8h8")
+        obs, reward, terminated, _, _ = env.step("a2a8")  # back-rank mate
         assert (reward, terminated, obs["result"]) == (1.0, True, "1-0")
         state = env.unwrapped.state()
         assert state["move_history"] == ["a1a2", "g8h8", "a2a8"] and state["step_count"] == 3
@@ -319,11 +319,12 @@ def test_connect4_and_gridworld_builtins():
     env = gym.make("openenv/Connect4-v0")
     try:
         obs, info = env.reset(seed=0)
-        assert list(obs["legal_actions"]) == list(range(7)) and info["metadata"]["next_player"] == 1
+        assert env.action_space == gym.spaces.Discrete(7)
+        assert info["action_mask"].tolist() == [1] * 7 and info["metadata"]["next_player"] == 1
         for column in (0, 1, 0, 1, 0, 1):
-            obs, reward, terminated, _, _ = env.step({"column": column})
+            obs, reward, terminated, _, _ = env.step(column)
             assert not terminated
-        obs, reward, terminated, _, _ = env.step({"column": 0})  # four in column 0
+        obs, reward, terminated, _, _ = env.step(0)  # four in column 0
         assert (reward, terminated) == (1.0, True)
         assert np.asarray(obs["board"])[2:, 0].tolist() == [1, 1, 1, 1]
     finally:
@@ -331,14 +332,14 @@ def test_connect4_and_gridworld_builtins():
 
     env = gym.make("openenv/GridWorld-v0")
     try:
-        assert env.action_space == gym.spaces.Dict({"action": gym.spaces.Discrete(4)})
+        assert env.action_space == gym.spaces.Discrete(4)
         env.reset()
         down, right = 1, 3  # indices into the enum UP, DOWN, LEFT, RIGHT
         steps = [down] * 4 + [right] * 4
         for move in steps:
-            obs, reward, terminated, _, _ = env.step({"action": move})
+            obs, reward, terminated, _, info = env.step(move)
         assert (int(obs["x"]), int(obs["y"]), reward, terminated) == (4, 4, 1.0, True)
-        assert obs["message"] == "You found the goal!"
+        assert info["openenv_gym.extra_fields"]["message"] == "You found the goal!"
     finally:
         env.close()
 
@@ -352,7 +353,7 @@ def test_make_vec_shares_one_embedded_server_and_stops_it(codec):
         assert vec.num_envs == 3
         for _ in range(3):
             if codec == "raw":
-                actions = {"move": tuple(moves[0] for moves in obs["legal_moves"])}
+                actions = tuple(moves[0] for moves in infos["legal_actions"])
             else:
                 actions = np.array([np.flatnonzero(mask)[0] for mask in infos["action_mask"]])
             obs, rewards, terminations, truncations, infos = vec.step(actions)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import gymnasium as gym
@@ -195,8 +196,10 @@ def test_official_generic_client_lists_and_calls_tools():
 
 
 def test_gym_make_raw_codec():
-    """The raw codec infers Dict/Text spaces from CallToolObservation; tool-call frames from the
-    embedded server decode into them (RemoteEnv's own decoder, on real frames)."""
+    """The catalog's view of echo_env: the tool by name (Discrete over the two tools) and its
+    arguments as a Dict, sent without the optional `type` (the server's default, call_tool);
+    tool-call frames from the embedded server decode into the inferred observation space
+    (RemoteEnv's own decoder, on real frames)."""
     from openenv import GenericEnvClient
 
     from openenv_gym.protocol import Observation, codec_for
@@ -204,20 +207,24 @@ def test_gym_make_raw_codec():
     STOCK_JSON = codec_for(None)
     env = gym.make("openenv/Echo-v0")
     try:
-        assert isinstance(env.action_space, gym.spaces.Dict)
+        assert env.action_space == gym.spaces.Dict(
+            {"tool_name": gym.spaces.Discrete(2), "arguments": gym.spaces.Dict({"message": env.action_space["arguments"]["message"]})})
         assert set(env.observation_space.spaces) == {"tool_name", "result", "error"}
         contract = env.unwrapped.contract
         with GenericEnvClient(base_url=env.unwrapped.server.url).sync() as client:
             client.reset()
-            for tool in ("echo_message", "echo_with_length", "nope"):
-                gym_action = {"type": 0, "tool_name": tool, "arguments": '{"message": "hey"}'}
+            for index, tool in enumerate(("echo_message", "echo_with_length")):
+                gym_action = {"tool_name": index, "arguments": {"message": "hey"}}
                 assert gym_action in env.action_space
                 action = contract.step_message(STOCK_JSON, gym_action).fields
-                assert action == {"type": "call_tool", "tool_name": tool, "arguments": {"message": "hey"}}
+                assert action == {"tool_name": tool, "arguments": {"message": "hey"}}
                 result = client.step(action)
                 step = contract.read(STOCK_JSON, Observation(result.observation, result.reward, result.done))
                 assert step.obs in env.observation_space, step.obs
                 assert step.obs["tool_name"] == tool and (step.reward, step.terminated) == (0.0, False)
+                assert '"hey"' in step.obs["result"]
+            missing = client.step({"tool_name": "nope", "arguments": {}})
+            step = contract.read(STOCK_JSON, Observation(missing.observation, missing.reward, missing.done))
         assert "tool_not_found" in str(step.obs["error"])
     finally:
         env.close()
@@ -225,17 +232,20 @@ def test_gym_make_raw_codec():
 
 def test_gym_make_reset_and_tool_calls_through_remote_env():
     """Echo's reset answers a plain Observation (no tool fields), as upstream: the
-    client fills the missing fields with neutral values and names them in info."""
+    client fills the missing fields with neutral values and names them in info; every
+    sampled action is a call the server runs."""
     env = gym.make("openenv/Echo-v0")
     try:
         obs, info = env.reset(seed=0)
         assert obs in env.observation_space
         assert "tool_name" in info["openenv_gym.missing_fields"]
-        action = env.action_space.sample()
-        action.update(tool_name="echo_message", arguments='{"message": "hi"}')
-        obs, reward, terminated, truncated, info = env.step(action)
-        assert obs in env.observation_space and obs["tool_name"] == "echo_message"
-        assert '"hi"' in obs["result"]
+        env.action_space.seed(0)
+        for _ in range(5):
+            action = env.action_space.sample()
+            obs, reward, terminated, truncated, info = env.step(action)
+            assert obs in env.observation_space and obs["tool_name"] in ("echo_message", "echo_with_length")
+            assert obs["error"] == "null"
+            assert json.dumps(action["arguments"]["message"])[1:-1] in obs["result"]
     finally:
         env.close()
 

@@ -84,8 +84,9 @@ def test_a_server_without_tools(stock_url):
     tools = env_tools(stock_url)
     assert tools.kind == "client"
     (act,) = tools.tools
-    # A stock action of named fields: the act tool takes the fields themselves.
-    assert set(act.input_schema["properties"]) == {"increment", "mode"}
+    # A stock action of one required field (`mode` has a default): the act tool takes it as `action`.
+    assert set(act.input_schema["properties"]) == {"action"}
+    assert (act.input_schema["properties"]["action"]["minimum"], act.input_schema["properties"]["action"]["maximum"]) == (1, 5)
     with pytest.raises(OpenEnvGymError, match="offers no MCP tools.*tools='client'"):
         env_tools(stock_url, tools="server")
 

@@ -65,6 +65,14 @@ def test_optional_action_fields_are_left_out_and_their_default_applies():
     assert view.legal is None  # a mask belongs to an action of one field
 
 
+def test_without_a_required_field_every_field_is_the_agents():
+    schema = schema_of({"code": {"type": "string", "default": ""}, "is_final": {"type": "boolean", "default": False}},
+                       {}, required=[])
+    view = infer_view(schema)
+    assert set(view.action_space.spaces) == {"code", "is_final"}
+    assert view.act({"code": "x = 1", "is_final": 1}) == {"code": "x = 1", "is_final": True}
+
+
 def test_a_required_field_cannot_be_left_out_and_overrides_are_checked():
     schema = schema_of({"code": {"type": "string"}}, {})
     with pytest.raises(ValueError, match="leaves out 'code', which the server requires"):

@@ -170,11 +170,11 @@ def test_catalog_chess_raw_codec(raw_chess):
     assert isinstance(view, FenChessView)
     text = view.obs_to_text(obs, info)
     assert text.splitlines()[0] == "You play white, to move."
-    assert "Legal moves: " + ", ".join(obs["legal_moves"]) in text
+    assert "Legal moves: " + ", ".join(info["legal_actions"]) in text
     with pytest.raises(ActionParseError, match="cannot play 'e2e5': e2e5 is not a legal move here; legal moves: g1h3"):
         view.parse_action("e2e5")
     action = view.parse_action('{"move": "e2e4"}')
-    assert action == {"move": "e2e4"} and view.action_to_text(action) == "e2e4"
+    assert action == "e2e4" and view.action_to_text(action) == "e2e4"
     obs, reward, terminated, truncated, info = raw_chess.step(action)
     assert reward == 0.0 and not terminated
     text = view.obs_to_text(obs, info)
@@ -182,7 +182,7 @@ def test_catalog_chess_raw_codec(raw_chess):
     # The client knows the spaces and the id: the same view.
     client = view_for_spaces(raw_chess.observation_space, raw_chess.action_space, env_id="openenv/Chess-v0")
     assert isinstance(client, FenChessView) and client.obs_to_text(obs, info) == text
-    assert client.parse_action(obs["legal_moves"][0]) == {"move": obs["legal_moves"][0]}
+    assert client.parse_action(info["legal_actions"][0]) == info["legal_actions"][0]
 
 
 def test_catalog_chess_alphazero_codec(alphazero_chess):
