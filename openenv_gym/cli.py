@@ -3,6 +3,7 @@
     $ openenv-gym serve CartPole-v1 --port 8000 --max-sessions 64
     $ openenv-gym serve mypackage.envs:make_env --env-kwargs '{"level": 3}'
     $ openenv-gym serve pettingzoo.classic.connect_four_v3 --port 8001
+    $ openenv-gym serve OpenEnv/envs/openspiel_env --server-env OPENSPIEL_GAME=catch --python venv/bin/python
     $ openenv-gym list
     $ openenv-gym kit CartPole-v1 --out my_package     # an RFC 008 validation kit
     $ openenv-gym kit wrappers/cartpole                # ... written into a package
@@ -11,7 +12,9 @@
     $ openenv-gym check http://127.0.0.1:8000          # ... what can be checked on any server
 
 SIGINT and SIGTERM stop the server cleanly: open sessions get a close frame
-and their environments are closed.
+and their environments are closed. An OpenEnv package directory (one with
+``openenv.yaml``) is served by its own app, in a child process that stops with
+the command (see :class:`~openenv_gym.server.package.PackageServer`).
 
 A server that cannot start (an unknown env, a module that does not import, a
 factory that raises, a port in use) fails in one line on stderr saying what
@@ -107,14 +110,36 @@ def _add_serve(commands: Any) -> None:
         help="serve an environment as an OpenEnv server",
         description="Serve ENV (a Gymnasium id such as CartPole-v1, module:factory, a "
         "PettingZoo module such as pettingzoo.classic.connect_four_v3, or gym:ID for an id "
-        "of the old gym package) over OpenEnv's HTTP + WebSocket protocol.",
+        "of the old gym package) over OpenEnv's HTTP + WebSocket protocol; or serve the "
+        "OpenEnv package directory ENV (one with openenv.yaml) with its own app, without Docker.",
     )
     serve.add_argument(
-        "env", metavar="ENV", help="Gymnasium id, module:factory, PettingZoo module, gym:ID or envpool:TASK"
+        "env", metavar="ENV",
+        help="Gymnasium id, module:factory, PettingZoo module, gym:ID, envpool:TASK, or a package directory",
     )
     _add_network_options(serve)
     _add_session_options(serve)
+    _add_package_options(serve)
     _add_output_options(serve)
+
+
+#: The ``serve`` options that apply to a package directory: its own app configures the rest.
+_PACKAGE_OPTIONS = ("host", "port", "server_env", "python", "log_format", "log_level", "debug")
+#: Seconds a package's server may take to answer /health (imports of engines can be slow).
+_PACKAGE_STARTUP_TIMEOUT = 120.0
+
+
+def _add_package_options(serve: argparse.ArgumentParser) -> None:
+    serve.add_argument(
+        "--server-env", type=_key_value, action="append", default=None, metavar="KEY=VALUE",
+        help="for a package directory: an environment variable of its server, such as "
+        "OPENSPIEL_GAME=catch (repeatable)",
+    )
+    serve.add_argument(
+        "--python", default=None, metavar="PYTHON",
+        help="for a package directory: the interpreter that runs its server, which must have the "
+        "package's dependencies and uvicorn (default: this one)",
+    )
 
 
 def _add_network_options(serve: argparse.ArgumentParser) -> None:
@@ -268,17 +293,30 @@ def _import_function(path: str, option: str) -> Any:
     return function
 
 
-def _serve(args: argparse.Namespace) -> int:
+def _serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     level = "debug" if args.debug else args.log_level
     try:
         from .server import serve
         from .server.logs import configure_logging, uvicorn_log_level
+        from .server.package import is_package
 
         configure_logging(args.log_format, level)
         # uvicorn shuts down gracefully on SIGINT/SIGTERM, restores these
         # handlers and re-raises the signal: end with status 0, no traceback.
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, _exit_quietly)
+        if is_package(args.env):
+            return _serve_package(args, parser, uvicorn_log_level(level))
+        if args.server_env or args.python:
+            print("openenv-gym: --server-env and --python are for an OpenEnv package directory (one with "
+                  f"openenv.yaml), whose server runs in a process of its own; {args.env!r} is not one",
+                  file=sys.stderr)
+            return 2
+        if os.path.isdir(args.env):
+            print(f"openenv-gym: cannot serve {args.env!r}: it is a directory without openenv.yaml; a "
+                  "directory is served when it is an OpenEnv package (openenv.yaml, models.py, server/app.py)",
+                  file=sys.stderr)
+            return 1
         if "" not in sys.path and os.getcwd() not in sys.path:
             sys.path.insert(0, os.getcwd())  # as `python -m` and uvicorn do
         uvicorn_kwargs = {"log_level": uvicorn_log_level(level), "log_config": None}
@@ -289,6 +327,31 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"openenv-gym: {_why_not_served(args.env, exc)}", file=sys.stderr)
         return 1
     return 0
+
+
+def _serve_package(args: argparse.Namespace, parser: argparse.ArgumentParser, log_level: str) -> int:
+    """Serve the package directory ``args.env`` in the foreground, until SIGINT or SIGTERM."""
+    import logging
+
+    from .errors import EmbeddedServerError
+    from .server.package import PackageServer
+
+    defaults = parser.parse_args(["serve", args.env])
+    ignored = [f"--{dest.replace('_', '-')}" for dest, value in vars(args).items()
+               if dest not in _PACKAGE_OPTIONS and value != getattr(defaults, dest)]
+    if ignored:
+        print(f"openenv-gym: {', '.join(ignored)}: {args.env} is an OpenEnv package, whose own app configures "
+              "its server; for a package, serve takes --host, --port, --server-env and --python", file=sys.stderr)
+        return 2
+    with PackageServer(
+        args.env, env=dict(args.server_env or ()), python=args.python, host=args.host, port=args.port,
+        startup_timeout=_PACKAGE_STARTUP_TIMEOUT, capture_output=False, log_level=log_level,
+    ) as server:
+        logging.getLogger("openenv_gym.server").info(
+            "serving package=%s url=%s pid=%d", args.env, server.url, server.pid
+        )
+        status = server.wait()
+    raise EmbeddedServerError(f"{server.label} exited with status {status} (its output is above)")
 
 
 def _why_not_served(env: str, exc: BaseException) -> str:
@@ -310,7 +373,8 @@ def _why_not_served(env: str, exc: BaseException) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
     if args.command == "list":
         return _list_envs()
     if args.command == "kit":
@@ -320,7 +384,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return check_main(args.target, json_path=args.json, markdown_path=args.markdown,
                           upstream=not args.skip_upstream, env_kwargs=args.env_kwargs, oracle=args.oracle)
-    return _serve(args)
+    return _serve(args, parser)
 
 
 def _kit(args: argparse.Namespace) -> int:
@@ -337,6 +401,13 @@ def _kit(args: argparse.Namespace) -> int:
 
 def _optional_seconds(text: str) -> float | None:
     return None if text.lower() in ("none", "off", "0") else float(text)
+
+
+def _key_value(text: str) -> tuple[str, str]:
+    key, equals, value = text.partition("=")
+    if not key or not equals:
+        raise argparse.ArgumentTypeError(f"KEY=VALUE is needed, not {text!r}; such as OPENSPIEL_GAME=catch")
+    return key, value
 
 
 def _json_object(text: str) -> dict:

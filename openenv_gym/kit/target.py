@@ -15,40 +15,23 @@ so an episode played here builds exactly the env a ``/ws`` session of that serve
 
 from __future__ import annotations
 
-import importlib
 import os
 import sys
-from pathlib import Path
 from typing import Any
 
+from ..server.child import import_app
+from ..server.package import DEFAULT_APP, is_package, package_app
+
 __all__ = ["is_package", "package_app", "load_source", "DEFAULT_APP"]
-
-#: Where an OpenEnv package's app lives when ``openenv.yaml`` does not say.
-DEFAULT_APP = "server.app:app"
-
-
-def is_package(target: str | os.PathLike[str]) -> bool:
-    """``True`` when ``target`` is a directory holding an ``openenv.yaml``."""
-    return (Path(target) / "openenv.yaml").is_file()
-
-
-def package_app(root: str | os.PathLike[str]) -> str:
-    """The ``module:attribute`` of the app a package serves (``app:`` of its ``openenv.yaml``)."""
-    import yaml
-
-    manifest = yaml.safe_load((Path(root) / "openenv.yaml").read_text(encoding="utf-8")) or {}
-    app = manifest.get("app", DEFAULT_APP) if isinstance(manifest, dict) else DEFAULT_APP
-    if not isinstance(app, str) or ":" not in app:
-        raise ValueError(f"{root}/openenv.yaml: 'app' must be 'module:attribute', not {app!r}")
-    return app
 
 
 def load_source(target: str, env_kwargs: dict[str, Any] | None = None) -> Any:
     """The :class:`~openenv_gym.server.source.EnvSource` a server for ``target`` would serve.
 
-    A package directory is put first on ``sys.path`` and its app imported: call this
-    in a process of its own (the kit's probe does) when loading several packages,
-    since each has a top-level ``server`` package.
+    A package's app is imported as its server process imports it
+    (:func:`~openenv_gym.server.child.import_app`: the directory first on ``sys.path``):
+    call this in a process of its own (the kit's probe does) when loading several
+    packages, since each has a top-level ``server`` package.
     """
     if is_package(target):
         if env_kwargs:
@@ -56,13 +39,12 @@ def load_source(target: str, env_kwargs: dict[str, Any] | None = None) -> Any:
                 f"{target} is a package: its app chooses the env's keyword arguments "
                 f"(drop --env-kwargs, or edit its server/app.py)"
             )
-        module_name, _, attribute = package_app(target).partition(":")
-        sys.path.insert(0, str(Path(target).resolve()))
-        app = getattr(importlib.import_module(module_name), attribute)
+        app_name = package_app(target)
+        app = import_app(app_name, target)
         server = getattr(getattr(app, "state", None), "openenv_gym", None)
         if server is None:
             raise TypeError(
-                f"{target}: {module_name}:{attribute} is not an openenv-gym app; point the kit at "
+                f"{target}: {app_name} is not an openenv-gym app; point the kit at "
                 f"the env it serves instead (a Gymnasium id or module:factory)"
             )
         return server.source

@@ -1,10 +1,11 @@
 """Upstream's validator (``openenv.validation``, openenv 0.10) without Docker.
 
 ``openenv validate`` starts a package through a *provider*; its only provider
-builds and runs the package's Docker image. :class:`LocalProvider` runs the
-package the way its Dockerfile's ``CMD`` does (``python -m uvicorn <app>``, in
-the package directory) on 127.0.0.1, with this interpreter, so upstream's real
-runtime graders check the real server:
+builds and runs the package's Docker image. :class:`LocalProvider` serves the
+package as its Dockerfile's ``CMD`` does, without the container: its own app, with
+uvicorn, in the package directory, on 127.0.0.1, with this interpreter (a
+:class:`~openenv_gym.server.package.PackageServer`), so upstream's real runtime
+graders check the real server:
 
     >>> from openenv.validation import Level                     # doctest: +SKIP
     >>> report = validate("wrappers/cartpole", Level.RUNTIME)     # doctest: +SKIP
@@ -21,16 +22,12 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
-import sys
-import tempfile
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
-from ..server.run import listening_socket
-from .target import package_app
+from ..errors import EmbeddedServerError
+from ..server.package import PackageServer
 
 try:
     from openenv.validation import ExecResult, Level, ProviderCapability, ValidationReport, run_validation
@@ -44,38 +41,31 @@ __all__ = ["LocalProvider", "LocalSubject", "start_package", "validate"]
 
 
 class LocalSubject:
-    """A package's server running in a child process on 127.0.0.1 (upstream's ``RunningSubject``)."""
+    """A package's server running in a child process on 127.0.0.1 (upstream's ``RunningSubject``).
 
-    def __init__(self, process: subprocess.Popen, base_url: str, log: Any, root: Path) -> None:
-        self.process = process
-        self.base_url = base_url
-        self._log = log
-        self._root = root
+    ``server`` is the :class:`~openenv_gym.server.package.PackageServer`, ``process`` its ``Popen``.
+    """
+
+    def __init__(self, server: PackageServer) -> None:
+        self.server = server
+        self.process = server.process
+        self.base_url = server.url
 
     def inspect(self) -> dict:
         return {"pid": self.process.pid, "base_url": self.base_url, "returncode": self.process.poll()}
 
     def logs(self, max_bytes: int = 65536) -> str:
-        self._log.flush()
-        self._log.seek(0)
-        return self._log.read()[-max_bytes:].decode("utf-8", "replace")
+        return self.server.logs(max_bytes)
 
     def exec(self, argv: list[str], timeout_s: float) -> ExecResult:
         """Run ``argv`` in the package directory (the sandbox here is the host: use with care)."""
         started = time.monotonic()
-        done = subprocess.run(argv, cwd=self._root, capture_output=True, text=True, timeout=timeout_s)
+        done = subprocess.run(argv, cwd=self.server.root, capture_output=True, text=True, timeout=timeout_s)
         return ExecResult(done.returncode, done.stdout, done.stderr, time.monotonic() - started)
 
     def stop(self) -> None:
-        """Stop the server (SIGTERM, then SIGKILL after 10 s) and close its log."""
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=10)
-        self._log.close()
+        """Stop the server (SIGTERM, then SIGKILL if it must) and wait for its process to end."""
+        self.server.stop()
 
 
 class LocalProvider:
@@ -111,33 +101,13 @@ class LocalProvider:
 
 def start_package(root: Path, startup_timeout_s: float = 30.0, env_vars: dict[str, str] | None = None) -> LocalSubject:
     """Start the package ``root``'s app as its Dockerfile does, on a free port of 127.0.0.1;
-    return once ``/health`` answers 200. Raises upstream's ``StartupError`` otherwise."""
-    sock = listening_socket("127.0.0.1", 0)
-    port = sock.getsockname()[1]
-    log = tempfile.TemporaryFile()
-    env = dict(os.environ, PYGAME_HIDE_SUPPORT_PROMPT="1", **(env_vars or {}))
-    env["PYTHONPATH"] = os.pathsep.join([str(root.resolve())] + [p for p in sys.path if p])
-    argv = [sys.executable, "-m", "uvicorn", package_app(root), "--fd", str(sock.fileno()), "--log-level", "warning"]
+    return once ``/health`` answers 200. Raises upstream's ``StartupError`` otherwise, with
+    the end of the server's log."""
+    env = {"PYGAME_HIDE_SUPPORT_PROMPT": "1", **(env_vars or {})}
     try:
-        process = subprocess.Popen(argv, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                   pass_fds=(sock.fileno(),))
-    finally:
-        sock.close()
-    subject = LocalSubject(process, f"http://127.0.0.1:{port}", log, root)
-    deadline = time.monotonic() + startup_timeout_s
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            tail = subject.logs(2048).strip().splitlines()
-            subject.stop()
-            raise StartupError(f"the server exited with status {process.returncode}: {tail[-1] if tail else ''}")
-        try:
-            with urllib.request.urlopen(subject.base_url + "/health", timeout=2) as response:
-                if response.status == 200:
-                    return subject
-        except (urllib.error.URLError, OSError):
-            time.sleep(0.1)
-    subject.stop()
-    raise StartupError(f"/health did not answer 200 within {startup_timeout_s:g} s")
+        return LocalSubject(PackageServer(root, env=env, startup_timeout=startup_timeout_s))
+    except EmbeddedServerError as exc:
+        raise StartupError(str(exc)) from exc
 
 
 def validate(package: str | os.PathLike[str], level: Level = Level.RUNTIME) -> ValidationReport:

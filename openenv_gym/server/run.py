@@ -1,67 +1,39 @@
-"""Running a server: :func:`serve` (blocking) and :func:`local_server` (background).
+"""Running a server: :func:`serve` (blocking) and :func:`local_server` (for a ``with`` block).
 
     >>> with local_server("CartPole-v1") as url:           # doctest: +SKIP
     ...     env = openenv_gym.RemoteEnv(url)
+    >>> with local_server("OpenEnv/envs/maze_env") as url:  # doctest: +SKIP
+    ...     env = openenv_gym.RemoteEnv(url)                # an OpenEnv package's own app, in a child process
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
 import functools
 import logging
 import math
-import socket
+import os
 import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import uvicorn
 
-from ..errors import ListenError
 from ..protocol import Limits
 from .app import create_app
 from .hosting import DEFAULT_HANDSHAKE_TIMEOUT
+from .listen import base_url, listening_socket
 from .logs import quiet_uvicorn
+from .package import PackageServer, is_package
 from .source import EnvLike
 from .transport import BackpressuredWebSocket, GuardedHttp
 
 __all__ = ["serve", "local_server", "uvicorn_config", "GracefulServer", "listening_socket"]
 
 logger = logging.getLogger("openenv_gym.server")
-
-
-def listening_socket(host: str, port: int) -> socket.socket:
-    """A TCP socket bound to ``host``:``port`` and listening (port 0: any free port).
-
-    Binding before the server starts means a port in use fails here, with a
-    :class:`ListenError` that says so, and that the server is reachable as
-    soon as this returns (connections queue until its loop accepts them).
-    """
-    try:
-        family, kind, proto, _, address = socket.getaddrinfo(
-            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-        )[0]
-    except socket.gaierror as exc:
-        raise ListenError(f"cannot listen on {host}:{port}: unknown host ({exc.strerror})") from exc
-    sock = socket.socket(family, kind, proto)
-    try:
-        if hasattr(socket, "SO_REUSEADDR"):  # restarts reuse a port in TIME_WAIT, as uvicorn's do
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(address)
-        sock.listen(2048)
-    except OSError as exc:
-        sock.close()
-        hint = (
-            "stop what holds it or choose another port"
-            if exc.errno == errno.EADDRINUSE
-            else "choose another host or port"
-        )
-        raise ListenError(f"cannot listen on {host}:{port}: {exc.strerror}; {hint}") from exc
-    return sock
 
 
 def uvicorn_config(
@@ -156,7 +128,14 @@ def serve(
     Raises :class:`ListenError` when the address cannot be bound; an env that
     cannot be served fails in :func:`~openenv_gym.create_app`, before that.
     Once listening, logs ``serving env=... url=...`` on ``openenv_gym.server``.
+    An OpenEnv package directory is served by ``openenv-gym serve PATH`` or
+    :func:`local_server`, which run its own app.
     """
+    if is_package(env):
+        raise TypeError(
+            f"{env} is an OpenEnv package, whose own app serves it: run `openenv-gym serve {env}` "
+            f"or use local_server({str(env)!r})"
+        )
     app = create_app(env, limits=limits, **app_kwargs)
     config = uvicorn_config(
         app, host=host, port=port, limits=limits, ping_interval=ping_interval,
@@ -164,12 +143,8 @@ def serve(
     )
     with listening_socket(host, port) as sock:
         source = app.state.openenv_gym.source
-        logger.info("serving env=%s url=%s", source.name, _url(host, sock.getsockname()[1]))
+        logger.info("serving env=%s url=%s", source.name, base_url(host, sock.getsockname()[1]))
         GracefulServer(config, drain_timeout=drain_timeout).run(sockets=[sock])
-
-
-def _url(host: str, port: int) -> str:
-    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
 class _BackgroundServer(GracefulServer):
@@ -179,8 +154,11 @@ class _BackgroundServer(GracefulServer):
 
 @contextlib.contextmanager
 def local_server(
-    env: EnvLike,
+    target: EnvLike | os.PathLike[str],
+    /,
     *,
+    env: Mapping[str, str] | None = None,
+    python: str | None = None,
     host: str = "127.0.0.1",
     port: int | None = None,
     startup_timeout: float = 30.0,
@@ -188,34 +166,78 @@ def local_server(
     uvicorn_kwargs: dict[str, Any] | None = None,
     **app_kwargs: Any,
 ) -> Iterator[str]:
-    """Run a server in a background thread for the duration of a ``with`` block.
+    """Run a server for the duration of a ``with`` block and yield its base URL.
 
-    Picks a free port unless ``port`` is given, waits until ``/health``
-    answers, yields the base URL (``http://127.0.0.1:PORT``) and always stops
-    the server on exit, whatever happened inside the block. The server does
-    not busy-poll unless ``busy_poll`` says so: it shares the caller's
-    process, and its spinning loop would compete with the caller for the GIL.
+    ``target`` is either what :func:`serve` takes (a Gymnasium id, ``module:factory``, a
+    PettingZoo module, an env class or factory), served by a background thread of this
+    process, or the directory of an OpenEnv package (one with ``openenv.yaml``), whose own
+    app is served by a child process (a :class:`~openenv_gym.server.package.PackageServer`).
+    Either way the server listens on ``host`` (127.0.0.1), on a free port unless ``port``
+    is given; the block starts once ``/health`` answers, and the server always stops at its
+    end, whatever happened inside it.
+
+        >>> import openenv_gym
+        >>> with local_server("CartPole-v1") as url:
+        ...     env = openenv_gym.RemoteEnv(url)
+        ...     obs, info = env.reset(seed=0)
+        ...     env.close()
+
+        >>> with local_server("OpenEnv/envs/openspiel_env", env={"OPENSPIEL_GAME": "catch"},
+        ...                   python="/path/to/venv/bin/python") as url:  # doctest: +SKIP
+        ...     env = openenv_gym.RemoteEnv(url)
+
+    In this process, ``app_kwargs`` and ``limits`` go to :func:`~openenv_gym.create_app`,
+    ``uvicorn_kwargs`` to uvicorn; the server does not busy-poll unless ``busy_poll`` says
+    so: it shares the caller's process, and its spinning loop would compete with the caller
+    for the GIL.
+
+    For a package, ``env`` is added to the server's environment variables (the game it
+    serves, say), and ``python`` is the interpreter that runs it (default: this one), which
+    must have the package's dependencies: when the server does not start, the
+    :class:`~openenv_gym.errors.EmbeddedServerError` shows the end of its log (a
+    ``ModuleNotFoundError``, say) and what to do. The child stops SIGTERM first, SIGKILL if
+    it must, and never outlives this process, even one killed by SIGKILL. The package's app
+    configures its server: ``limits``, ``uvicorn_kwargs`` and ``app_kwargs`` do not apply.
     """
+    if is_package(target):
+        given = [name for name, value in (("limits", limits), ("uvicorn_kwargs", uvicorn_kwargs)) if value is not None]
+        if given or app_kwargs:
+            raise TypeError(
+                f"{target} is an OpenEnv package: its own app configures its server, so "
+                f"{', '.join(given + sorted(app_kwargs))} do not apply (pass env= and python= at most)"
+            )
+        with PackageServer(
+            target, env=env, python=python, host=host, port=port or 0, startup_timeout=startup_timeout
+        ) as server:
+            yield server.url
+        return
+    if isinstance(target, os.PathLike):
+        raise FileNotFoundError(f"{target} is not an OpenEnv package: it has no openenv.yaml")
+    if env is not None or python is not None:
+        raise TypeError(
+            f"env= and python= are for an OpenEnv package directory (one with openenv.yaml), "
+            f"which runs in a process of its own; {target!r} is served in this process"
+        )
     app_kwargs.setdefault("busy_poll", 0.0)
-    app = create_app(env, limits=limits, **app_kwargs)
+    app = create_app(target, limits=limits, **app_kwargs)
     sock = listening_socket(host, port or 0)
-    url = _url(host, sock.getsockname()[1])
-    server = _BackgroundServer(
+    url = base_url(host, sock.getsockname()[1])
+    background = _BackgroundServer(
         uvicorn_config(app, host=host, port=port or 0, limits=limits, **(uvicorn_kwargs or {})),
         drain_timeout=5.0,
     )
     thread = threading.Thread(
-        target=server.run, kwargs={"sockets": [sock]}, name=f"openenv-gym server {url}", daemon=True
+        target=background.run, kwargs={"sockets": [sock]}, name=f"openenv-gym server {url}", daemon=True
     )
     thread.start()
     try:
         _wait_healthy(url, thread, startup_timeout)
         yield url
     finally:
-        server.should_exit = True
+        background.should_exit = True
         thread.join(timeout=10)
         if thread.is_alive():
-            server.force_exit = True
+            background.force_exit = True
             thread.join(timeout=5)
         sock.close()
 
