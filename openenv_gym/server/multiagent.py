@@ -11,7 +11,10 @@ One session is one game with all its agents, served two ways:
   opponent=...)`` says otherwise), the way OpenEnv's own connect4 and
   openspiel envs do. Observations carry ``obs``, ``terminated``,
   ``truncated``, ``info`` plus ``agent``, ``current_player``,
-  ``legal_actions`` and ``action_mask``.
+  ``legal_actions`` and ``action_mask``. A seat is never handed over dead:
+  when the game ends in the opponents' moves (a poker opponent folds before
+  the seat has acted, say), the reply says ``done`` with the seat's reward,
+  the ``reset`` reply too (:class:`SeatSession`).
 - **The full multi-agent protocol on** ``/agents?api=aec|parallel`` (an
   openenv-gym extension, see ``docs/protocol.md``), which
   :class:`~openenv_gym.RemoteAECEnv` and :class:`~openenv_gym.RemoteParallelEnv`
@@ -39,6 +42,7 @@ from ..protocol import agents as wire
 from ..protocol.attributes import ATTRIBUTE_MESSAGES
 from .routes import Opening, Route
 from .session import EnvHost, Session, check_injection
+from .tools import Position
 
 __all__ = [
     "API",
@@ -47,6 +51,8 @@ __all__ = [
     "random_opponent",
     "MultiAgentSource",
     "SeatEnv",
+    "SeatSession",
+    "GAME_OVER",
     "AgentsSession",
     "AgentsRoute",
     "is_pettingzoo",
@@ -58,6 +64,10 @@ __all__ = [
 API = Literal["aec", "parallel"]
 #: Opponent moves one seat-view step may take before the server gives up.
 MAX_OPPONENT_TURNS = 100_000
+#: ``info`` key of a seat-view ``reset`` whose game ended before the seat's first
+#: move (Gymnasium's ``reset`` returns no ``done``): ``{"reward": float,
+#: "terminated": bool, "truncated": bool}``, how the game ended for the seat.
+GAME_OVER = "openenv_gym.game_over"
 
 
 def is_pettingzoo(obj: Any) -> bool:
@@ -231,6 +241,14 @@ class SeatEnv(gym.Env):
     by default); ``step`` plays the seat's action, then the opponent policy's
     moves for every other agent until the seat is to move again or its game
     is over. The reward is the seat's reward accumulated over all those moves.
+
+    The game may end before the seat's first move (the opponents' moves after
+    ``reset`` end it). Gymnasium's ``reset`` cannot say so, so its ``info``
+    carries :data:`GAME_OVER` (which :class:`SeatSession` turns into
+    ``done=True`` and the seat's reward on the wire), and the next ``step``,
+    whatever its action (the seat has no legal one), ends the episode with the
+    seat's reward: a Gymnasium loop that steps after every reset gets the
+    reward once, with ``terminated``. Any other step after the end is refused.
     """
 
     def __init__(self, source: MultiAgentSource) -> None:
@@ -241,6 +259,11 @@ class SeatEnv(gym.Env):
         self.metadata = dict(source.env_metadata)
         self.seat = source.possible_agents[0]
         self._mask: np.ndarray | None = None
+        #: The step result that ends a game over before the seat's first move,
+        #: until the step that reports it.
+        self._ended_at_reset: tuple[Any, float, bool, bool, dict] | None = None
+        #: Whether the seat's game is over and reported (no step is left before a reset).
+        self._over = True
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         options = dict(options or {})
@@ -255,14 +278,28 @@ class SeatEnv(gym.Env):
         if seed is not None:
             for i, agent in enumerate(self.source.possible_agents):
                 self.game.action_space(agent).seed(seed + i)
-        obs, _, _, _, info = self._advance()
+        obs, reward, terminated, truncated, info = self._advance()
+        self._over = False
+        self._ended_at_reset = None
+        if terminated or truncated:
+            self._ended_at_reset = (obs, float(reward), bool(terminated), bool(truncated), info)
+            end = {"reward": float(reward), "terminated": bool(terminated), "truncated": bool(truncated)}
+            info = {**info, GAME_OVER: end}
         return obs, info
 
     def step(self, action: Any):
-        if self.game.agent_selection != self.seat or self.seat not in self.game.agents:
-            raise RuntimeError(f"seat {self.seat!r} has finished its game; call reset")
+        if self._ended_at_reset is not None:  # the seat's last turn: PettingZoo's step(None) of a dead agent
+            result, self._ended_at_reset, self._over = self._ended_at_reset, None, True
+            return result
+        if self._over:
+            raise RuntimeError(
+                f"the game of seat {self.seat!r} is over: call reset to start the next one "
+                f"(the last reply said done=True)"
+            )
         self.game.step(action)
-        return self._advance()
+        result = self._advance()
+        self._over = bool(result[2] or result[3])
+        return result
 
     def _advance(self) -> tuple[Any, float, bool, bool, dict]:
         """Play the other seats until this seat is to move or its game is over."""
@@ -303,6 +340,28 @@ class SeatEnv(gym.Env):
 
     def close(self) -> None:
         self.game.close()
+
+
+class SeatSession(Session):
+    """The session of a seat view (``/ws``, HTTP and MCP): a :class:`Session` whose
+    ``reset`` reply says ``done=True``, with the seat's reward, when the game ended
+    before the seat's first move (:data:`GAME_OVER` in the reset's ``info``), so a
+    stock OpenEnv client never receives a live-looking seat without a legal move."""
+
+    async def _reset(self, reset: Reset) -> ServerMessage:
+        reply = await super()._reset(reset)
+        position = self.position
+        assert position is not None
+        end = position.info.get(GAME_OVER) if isinstance(position.info, dict) else None
+        if not isinstance(end, dict):
+            return reply
+        # Rare (the game ended before the seat's first move): the reply is made again, ending.
+        self.position = Position(
+            position.obs, position.info, bool(end["terminated"]), bool(end["truncated"]), position.text
+        )
+        return self._observation(
+            position.obs, end["reward"], end["terminated"], end["truncated"], position.info, position.text
+        )
 
 
 #: JSON Schemas of the seat-view fields in ``/schema``'s observation.

@@ -293,7 +293,7 @@ def _multiagent_source(factory: _Factory, probe: Any) -> EnvSource:
         env_id=game.env_metadata.get("name") or None,
         observation_space=observation_space,
         action_space=action_space,
-        session_type=Session,
+        session_type=multiagent.SeatSession,
         schema={},
         render_mode=game.render_mode,
         env_metadata=game.env_metadata,
