@@ -9,7 +9,7 @@ sending, ``None`` for a field an agent does not learn from (it goes to ``info``)
 
 from __future__ import annotations
 
-from .entry import CatalogEntry
+from .entry import CatalogEntry, Setting
 
 __all__ = ["CATALOG"]
 
@@ -66,6 +66,31 @@ CATALOG: tuple[CatalogEntry, ...] = (
         # Upstream's Action enum: 0 up, 1 down, 2 left, 3 right; its default maze is 8x8.
         observation_fields={"current_position": _cell(8), "previous_position": _cell(8)},
         action_fields={"action": _integers(0, 3)},
+    ),
+    CatalogEntry(
+        "OpenSpiel", "openspiel_env",
+        "DeepMind OpenSpiel games (catch, tic_tac_toe, kuhn_poker, ...) against a seeded opponent; game= picks one",
+        server="openenv_gym.catalog.openspiel_env:OpenSpielEnvironment",
+        requires=("pyspiel",), extra="openspiel",
+        # The phase and whose turn it is are the game's bookkeeping: in info.
+        observation_fields={"game_phase": None, "current_player_id": None},
+        settings={
+            "game": Setting("game_name", "OPENSPIEL_GAME"),
+            "agent_player": Setting("agent_player", "OPENSPIEL_AGENT_PLAYER"),
+            "opponent_policy": Setting("opponent_policy", "OPENSPIEL_OPPONENT_POLICY"),
+        },
+    ),
+    CatalogEntry(
+        "TextArena", "textarena_env",
+        "TextArena's text games (GuessTheNumber-v0, Mastermind-v0, ...): the prompt in, a message out; game= picks one",
+        server="openenv_gym.catalog.textarena_env:TextArenaEnvironment",
+        requires=("textarena",), extra="textarena",
+        # Upstream's default game, Wordle-v0, needs NLTK data that cannot be downloaded offline.
+        settings={
+            "game": Setting("env_id", "TEXTARENA_ENV_ID", "GuessTheNumber-v0"),
+            "num_players": Setting("num_players", "TEXTARENA_NUM_PLAYERS"),
+            "max_turns": Setting("max_turns", "TEXTARENA_MAX_TURNS"),
+        },
     ),
     CatalogEntry(
         "Coding", "coding_env", "Python code in, its stdout, stderr and exit code out (smolagents' executor)",
