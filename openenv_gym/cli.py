@@ -102,6 +102,11 @@ def _add_check(commands: Any) -> None:
                        help="keyword arguments for gym.make or the factory, as a JSON object (not for a package)")
     check.add_argument("--oracle", metavar="MODULE:POLICY", default=None,
                        help="oracle policy(obs, info, mask) -> action of a generated kit (not for a package)")
+    check.add_argument("--server-env", type=_key_value, action="append", default=None, metavar="KEY=VALUE",
+                       help="an environment variable for a package without a kit (upstream's envs/<env>), "
+                       "started here: OPENSPIEL_GAME=catch (repeatable)")
+    check.add_argument("--python", default=None, metavar="PYTHON",
+                       help="the interpreter that runs a package without a kit (one with its dependencies)")
 
 
 def _add_serve(commands: Any) -> None:
@@ -383,7 +388,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .kit.checks import main as check_main
 
         return check_main(args.target, json_path=args.json, markdown_path=args.markdown,
-                          upstream=not args.skip_upstream, env_kwargs=args.env_kwargs, oracle=args.oracle)
+                          upstream=not args.skip_upstream, env_kwargs=args.env_kwargs, oracle=args.oracle,
+                          server_env=dict(args.server_env) if args.server_env else None, python=args.python)
     return _serve(args, parser)
 
 

@@ -33,7 +33,7 @@ import gymnasium as gym
 import numpy as np
 
 from ..errors import CapacityReachedError, OpenEnvGymError
-from ..protocol import Render, RenderReply, Reset, ServerMessage, State, StateReply
+from ..protocol import Render, RenderReply, Reset, ServerMessage, State, StateReply, Step
 from .connection import http_url
 from .contract import Contract, FieldOverrides, read_contract
 from .options import ConnectOptions
@@ -175,6 +175,23 @@ class RemoteEnv(gym.Env):
             self._session, self._lost = None, exc
             info = {RECONNECTED: True, LOST_REASON: str(exc)}
             return owned_arrays(self._last_obs, always=True), 0.0, False, True, info
+        obs = self._last_obs = owned_arrays(step.obs)
+        return obs, step.reward, step.terminated, step.truncated, owned_arrays(step.info)
+
+    def step_raw(self, data: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        """One step with ``data`` sent as it is, not checked against the action space: a stock
+        server's action object (``{"column": 7}``), an openenv-gym server's wire value. What a
+        probe of the server's own validation sends (``openenv-gym check``'s out-of-space
+        probe); a refused action raises the server's error, and the session goes on.
+
+            >>> env.step_raw({"column": "seven"})        # doctest: +SKIP
+            Traceback (most recent call last):
+            ...
+            openenv_gym.errors.ValidationError: VALIDATION_ERROR: Invalid message ...
+        """
+        session = self._live()
+        message = Step(data) if not self.contract.extended else Step({"action": data})
+        step = self.contract.read(session.codec, session.request(message))
         obs = self._last_obs = owned_arrays(step.obs)
         return obs, step.reward, step.terminated, step.truncated, owned_arrays(step.info)
 

@@ -4,13 +4,19 @@ checks upstream leaves "not implemented", and probes beyond RFC 008.
     $ openenv-gym check wrappers/cartpole --json report.json
     $ openenv-gym check CartPole-v1                  # a kit generated on the fly
     $ openenv-gym check http://127.0.0.1:8000        # a server we did not start
+    $ openenv-gym check OpenEnv/envs/maze_env --python venv/bin/python   # a package without a kit
 
-A package must hold a validation kit (``openenv-gym kit``); for an env (a Gymnasium
-id, ``module:factory``) one is generated into a temporary directory. The package's
-own server is started on 127.0.0.1 (:func:`~.upstream.start_package`) and every
-check plays episodes over the wire, as an agent would. At a URL, canaries recorded
-over the wire stand in for the kit, and what needs a kit or a server of our own
-SKIPs with its reason (:data:`URL_SKIPS`). The checks:
+A package with a validation kit (``openenv-gym kit``) is checked against it; for an env (a
+Gymnasium id, ``module:factory``) a kit is generated into a temporary directory. The
+package's own server is started on 127.0.0.1 (:func:`~.upstream.start_package`) and every
+check plays episodes over the wire, as an agent would. At a URL (:mod:`.remote`), what
+the server lets us know stands in for the kit: canaries recorded over the wire, whether it
+holds two sessions at once (a one-session server SKIPs what needs two), whether it honours
+seeds, the reward range observed, the best return the learner (trained over the wire)
+reached as the top; what needs a kit SKIPs with its reason (:data:`URL_SKIPS`), and each
+verdict a URL makes weaker says how (:data:`~.remote.WEAKER_AT_A_URL`). A package without
+a kit (upstream OpenEnv's ``envs/<env>``) is started here and checked as a URL, with the
+fresh servers and the process a URL lacks. The checks:
 
 * upstream (openenv 0.10): ``static.manifest`` and the ``runtime.*`` graders, through
   :class:`~.upstream.LocalProvider`;
@@ -30,8 +36,9 @@ SKIPs with its reason (:data:`URL_SKIPS`). The checks:
   playing on), ``hacking.info_reward`` (the same observation and action are not paid
   differently according to a field of ``info``), ``learning.learnability`` (a small
   learner, :mod:`.learning`, beats the canary floor by the margin within a bounded
-  number of episodes, with its curve;
-  it trains in process with the env, not over the wire), and
+  number of episodes, with its curve; it trains in process with a package's env, over the
+  wire at a URL, where a legal-random against reward-greedy probe stands in when no
+  bundled learner fits the spaces), and
   ``perf.throughput`` (steps/s and p50/p99 step latency, 1 and 4 sessions).
 
 The report has upstream's shape (``results`` of ``{check_id, status, measured,
@@ -63,9 +70,20 @@ import numpy as np
 import yaml
 
 from .. import spaces
-from ..errors import OpenEnvGymError, ValidationError
+from ..errors import OpenEnvGymError, RemoteError, ValidationError
 from ..server.multiagent import action_mask
+from ..spaces.stock import LEGAL_ACTIONS
 from . import KIT_FILES, mean_returns
+from .remote import (
+    URL_EPISODE_S,
+    URL_MAX_STEPS,
+    URL_SEEDS,
+    WEAKER_AT_A_URL,
+    ServerFacts,
+    outside_schema,
+    read_facts,
+    session,
+)
 
 __all__ = ["Result", "Episode", "run_checks", "main", "verdict", "LEARNING_EPISODES"]
 
@@ -78,11 +96,15 @@ REPEATED_ACTIONS = 16
 PROBE_SEEDS = 8
 #: Upstream's evidence for a check it has no grader for.
 NOT_IMPLEMENTED = "grader not implemented in this build"
-#: Steps of the throughput probe, per session.
+#: Steps of the throughput probe, per session, and the seconds they may take at most.
 THROUGHPUT_STEPS = 300
-#: Seeds a server at a URL has its canaries recorded on, and the steps after which they are cut.
-URL_SEEDS = 3
-URL_MAX_STEPS = 100
+THROUGHPUT_BUDGET_S = 30.0
+#: Seeds (the first probe seeds) each action-like field is followed on: its mean return counts.
+LEAKAGE_SEEDS = 3
+#: Seconds a package without a kit may take to start (openenv's own import takes a few).
+PACKAGE_STARTUP_S = 120.0
+#: Episodes each strategy of the legal-random vs reward-greedy probe plays.
+PROBE_EPISODES = 20
 #: States (the first ones of the reference episode) the boundary probe plays each bound from.
 BOUNDARY_POSITIONS = 8
 #: Steps each reset-abuse strategy plays (at most the reference episode's length).
@@ -172,25 +194,23 @@ class Declared:
         )
 
     @classmethod
-    def recorded(cls, url: str) -> Declared:
-        """What a server at ``url`` lets us know without a kit: its canaries' trajectories, played
-        now on :data:`URL_SEEDS` seeds and cut after :data:`URL_MAX_STEPS` steps (a kit's are
-        measured in process, where steps are cheap). Nothing is declared: no range, oracle or
-        resources."""
-        from ..client import RemoteEnv
+    def recorded(cls, url: str, reward_range: tuple[float, float] | None = None) -> Declared:
+        """What a server at ``url`` lets us know without a kit: its canaries' trajectories,
+        played now on :data:`~.remote.URL_SEEDS` seeds and cut after
+        :data:`~.remote.URL_MAX_STEPS` steps (a kit's are measured in process, where steps are
+        cheap), or after :data:`~.remote.URL_EPISODE_S` seconds. Nothing is declared but
+        ``reward_range`` (a package's ``openenv.yaml`` may declare one): no oracle or
+        resources; the top and the margin are observed later (:meth:`Checker.learnability`)."""
         from .policies import canaries
 
         trajectories = []
-        env = RemoteEnv(url)
-        try:
+        with session(url) as env:
             for seed in range(URL_SEEDS):
                 for name, policy in canaries(env.action_space, seed).items():
-                    episode = play(env, policy, seed=seed, max_steps=URL_MAX_STEPS)
+                    episode = play(env, policy, seed=seed, max_steps=URL_MAX_STEPS, max_seconds=URL_EPISODE_S)
                     trajectories.append({"name": name, "reset": {"seed": seed}, "return": episode.total,
                                          "actions": [spaces.encode(env.action_space, a) for a in episode.actions]})
-        finally:
-            env.close()
-        return cls(root=None, reward_range=None, oracle_tolerance=0.0, floor_margin=0.0, memory_mb=None,
+        return cls(root=None, reward_range=reward_range, oracle_tolerance=0.0, floor_margin=0.0, memory_mb=None,
                    canaries=trajectories, oracle=None, plan={}, measured={"seed": 0})
 
     @property
@@ -204,18 +224,25 @@ class Declared:
 
     @property
     def probe_seeds(self) -> list[int]:
-        """The seeds a probe plays each of its policies from (the first of the canaries')."""
-        return self.canary_seeds[:PROBE_SEEDS]
+        """The seeds a probe plays each of its policies from: the first of the canaries'; at a URL
+        (canaries on fewer seeds, and a server that may ignore them), :data:`PROBE_SEEDS` seeds."""
+        return self.canary_seeds[:PROBE_SEEDS] if self.root is not None else list(range(PROBE_SEEDS))
 
     @property
     def floor(self) -> float:
         """The best canary's mean return, as the kit recorded it."""
         return max(mean_returns(self.canaries).values())
 
+    #: At a URL: the best return observed (the learner's, the probes'), when it is above the
+    #: canary floor by the observed margin; it stands in for the declared top (None: unknown).
+    observed_top: float | None = None
+
     @property
     def top(self) -> float:
-        assert self.reward_range is not None, "no declared range (URL_SKIPS lists the checks needing one)"
-        return self.reward_range[1]
+        if self.reward_range is not None:
+            return self.reward_range[1]
+        assert self.observed_top is not None, "no declared or observed top (the checks needing one SKIP)"
+        return self.observed_top
 
     def within_range(self, reward: float) -> bool:
         """``True`` when ``reward`` is within the declared range (always, without one)."""
@@ -244,8 +271,11 @@ def _jsonable(value: Any) -> Any:
     return repr(value)
 
 
-def play(env: gym.Env, policy: Policy, *, seed: int, max_steps: int = 1000) -> Episode:
-    """One episode of ``policy`` on ``env`` (a :class:`~openenv_gym.RemoteEnv`)."""
+def play(env: gym.Env, policy: Policy, *, seed: int, max_steps: int = 1000,
+         max_seconds: float | None = None) -> Episode:
+    """One episode of ``policy`` on ``env`` (a :class:`~openenv_gym.RemoteEnv`), cut after
+    ``max_steps`` steps or, when given, ``max_seconds`` seconds (a slow server's)."""
+    deadline = math.inf if max_seconds is None else time.monotonic() + max_seconds
     digest = hashlib.sha256()
     obs, info = env.reset(seed=seed)
     digest.update(_digest(obs, info))
@@ -263,6 +293,8 @@ def play(env: gym.Env, policy: Policy, *, seed: int, max_steps: int = 1000) -> E
         digest.update(_digest(obs, float(reward), bool(terminated), bool(truncated), info))
         if terminated or truncated:
             return Episode(rewards, digest.hexdigest(), True, steps, actions)
+        if time.monotonic() > deadline:
+            break
     return Episode(rewards, digest.hexdigest(), False, steps, actions)
 
 
@@ -289,25 +321,26 @@ def _constant(value: Any, env: gym.Env) -> Policy:
 
 
 class Checker:
-    """Runs every check against one package's server (started and stopped by :func:`run_checks`)."""
+    """Runs every check against one server: a package's (started and stopped by
+    :func:`run_checks`), or one at a URL, whose :class:`~.remote.ServerFacts` are ``facts``."""
 
-    def __init__(self, kit: Declared, url: str, restart: Callable[[], Any] | None, pid: int | None) -> None:
+    def __init__(self, kit: Declared, url: str, restart: Callable[[], Any] | None, pid: int | None,
+                 facts: ServerFacts | None = None) -> None:
         self.kit = kit
         self.url = url
         self.restart = restart
         self.pid = pid
+        self.facts = facts
         self.rewards_seen: list[tuple[str, float]] = []
+        self.returns_seen: list[tuple[str, float]] = []
         self.steps_seen: list[Step] = []
+        #: At a URL, what found the observed top (the learner, a probe).
+        self.observed_by: str | None = None
 
     @contextmanager
     def session(self, url: str | None = None) -> Iterator[gym.Env]:
-        from ..client import RemoteEnv
-
-        env = RemoteEnv(url or self.url)
-        try:
+        with session(url or self.url) as env:
             yield env
-        finally:
-            env.close()
 
     def episode(
         self, policy_for: Callable[[gym.Env], Policy], *, seed: int, label: str, url: str | None = None,
@@ -317,6 +350,7 @@ class Checker:
             result = play(env, policy_for(env), seed=seed, max_steps=max_steps)
         self.rewards_seen.extend((label, r) for r in result.rewards)
         self.rewards_seen.append((f"{label} (return)", result.total))
+        self.returns_seen.append((label, result.total))
         self.steps_seen.extend(result.steps)
         return result
 
@@ -348,22 +382,38 @@ class Checker:
         else:
             fresh = self.restart()
             try:
-                runs.append(self.replay(random, url=fresh.base_url))
+                runs.append(self.replay(random, url=fresh.url))
             finally:
                 fresh.stop()
         digests = {r.digest for r in runs}
         measured = {"replays": len(runs), "distinct_traces": len(digests)}
-        if len(digests) == 1:
+        seed_problem = self.facts.seed_problem if self.facts is not None else None
+        if len(digests) == 1 and seed_problem is None:
             return Result("runtime.episode_determinism", "pass", where, measured)
-        return Result("runtime.episode_determinism", "fail",
-                      [f"seed {random['reset']['seed']}, same actions: {len(digests)} different traces in "
-                       f"{len(runs)} replays (returns {[r.total for r in runs]})"], measured,
-                      "make every random draw of the env come from the generator reset(seed=...) seeds "
-                      "(self.np_random), not from global or unseeded state")
+        evidence = [f"seed {random['reset']['seed']}, same actions: {len(digests)} different traces in "
+                    f"{len(runs)} replays (returns {[r.total for r in runs]})"]
+        remediation = ("make every random draw of the env come from the generator reset(seed=...) seeds "
+                       "(self.np_random), not from global or unseeded state")
+        if self.facts is not None:
+            if seed_problem:
+                evidence.append(seed_problem)
+            remediation = (
+                f"the server at {self.url} ({self.facts.name}) does not replay a seeded episode: a learner's "
+                f"seeded evaluations on it are not repeatable. If you run this server, {remediation}; if it is "
+                f"one of upstream OpenEnv's envs, `openenv-gym list` shows whether openenv-gym has a built-in "
+                f"server for it that does (gym.make('openenv/<Name>-v0') with no base_url)")
+        return Result("runtime.episode_determinism", "fail", evidence, measured, remediation)
 
     def episode_isolation(self) -> Result:
         # The longest recorded episode, played twice at once: with state shared between
         # sessions, each session's steps move the other's.
+        if self.facts is not None and self.facts.one_session:
+            return Result("runtime.episode_isolation", "skip",
+                          [f"not checkable here: {self.facts.one_session}; isolation needs two sessions at once"])
+        if self.facts is not None and self.facts.seed_problem:
+            return Result("runtime.episode_isolation", "skip", [
+                f"unmet dependency: runtime.episode_determinism ({self.facts.seed_problem}): two episodes that "
+                f"differ cannot tell shared state from chance"])
         trajectory = max([*self.kit.canaries, *([self.kit.oracle] if self.kit.oracle else [])],
                          key=lambda t: len(t["actions"]))
         alone, again = self.replay(trajectory), self.replay(trajectory)
@@ -423,6 +473,8 @@ class Checker:
         return mean_returns([{"name": t["name"], "return": returns[_label(t)]} for t in self.kit.canaries])
 
     def floor_gap(self, returns: dict[str, float]) -> Result:
+        if skipped := self.at_the_top("semantic.floor_gap"):
+            return skipped
         floor = max(self.canary_means(returns).values())
         gap = self.kit.top - floor
         measured = {"floor": floor, "top": self.kit.top, "floor_margin": self.kit.floor_margin,
@@ -436,6 +488,8 @@ class Checker:
                       "(for a game, a stronger opponent)")
 
     def canary_floor(self, returns: dict[str, float]) -> Result:
+        if skipped := self.at_the_top("semantic.canary_floor"):
+            return skipped
         returns = self.canary_means(returns)
         high = {name: total for name, total in returns.items() if self.kit.reached_top(total)}
         evidence = [f"{name}: {total:g}" for name, total in returns.items()]
@@ -465,16 +519,21 @@ class Checker:
 
     def no_solution_leakage(self, returns: dict[str, float]) -> Result:
         """Follow each field of the observation and ``info`` whose values are actions: none may reach the top."""
+        if skipped := self.at_the_top("semantic.no_solution_leakage"):
+            return skipped
         leaks = []
         with self.session() as env:
             obs, info = env.reset(seed=0)
             fields = _action_fields(env.action_space, obs, info)
+        seeds = self.kit.probe_seeds[:LEAKAGE_SEEDS]
         for where, key in fields:
-            total = self.episode(functools.partial(_follow, where=where, key=key), seed=0,
-                                 label=f"follow {where}[{key!r}]").total
+            total = statistics.fmean(
+                self.episode(functools.partial(_follow, where=where, key=key), seed=seed,
+                             label=f"follow {where}[{key!r}]").total for seed in seeds)
             if self.kit.reached_top(total) and not any(map(self.kit.reached_top, self.canary_means(returns).values())):
-                leaks.append(f"playing {where}[{key!r}] as the action returns {total:g} (the top is {self.kit.top:g})")
-        measured = {"fields_followed": [f"{w}[{k!r}]" for w, k in fields]}
+                leaks.append(f"playing {where}[{key!r}] as the action returns {total:g} on average over "
+                             f"{len(seeds)} seeds (the top is {self.kit.top:g})")
+        measured = {"fields_followed": [f"{w}[{k!r}]" for w, k in fields], "seeds": len(seeds)}
         if not leaks:
             return Result("semantic.no_solution_leakage", "pass",
                           [f"{len(fields)} action-like fields followed; none reaches the top"], measured)
@@ -482,10 +541,16 @@ class Checker:
                       "remove the answer from what the agent sees (observation and info)")
 
     def resource_envelope(self) -> Result:
-        assert self.pid is not None and self.kit.memory_mb is not None, "a package's server (URL_SKIPS)"
+        if self.pid is None:
+            return Result("semantic.resource_envelope", "skip",
+                          ["the server's process is not ours to measure, and no memory_mb is declared"])
         peak = _peak_rss_mb(self.pid)
         if peak is None:
             return Result("semantic.resource_envelope", "skip", ["no /proc/PID/status here to read the peak RSS"])
+        if self.kit.memory_mb is None:
+            return Result("semantic.resource_envelope", "skip",
+                          [f"measured, nothing declared to compare with: server peak RSS {peak:.0f} MB after every "
+                           f"check so far"], {"peak_rss_mb": round(peak, 1)})
         measured = {"peak_rss_mb": round(peak, 1), "memory_mb": self.kit.memory_mb}
         evidence = [f"server peak RSS {peak:.0f} MB after every check so far; declared {self.kit.memory_mb} MB"]
         if peak <= self.kit.memory_mb:
@@ -496,6 +561,8 @@ class Checker:
     # -- beyond RFC 008 ----------------------------------------------------------------------
 
     def repeated_action(self) -> Result:
+        if skipped := self.at_the_top("hacking.repeated_action"):
+            return skipped
         with self.session() as env:
             candidates = _repeatable_actions(env.action_space)
         best: tuple[float, Any] = (-math.inf, None)
@@ -515,11 +582,21 @@ class Checker:
 
     def out_of_space(self) -> Result:
         """Actions outside the action space must be refused (a validation error), and the session
-        must go on as if they had never been sent."""
+        must go on as if they had never been sent. Outside means outside the server's own
+        ``/schema``: for an openenv-gym server, its exact space; for a stock server, its action
+        model's JSON Schema (:func:`~.remote.outside_schema`), sent as it is."""
         reference = self.reference()
         with self.session() as env:
             valid = spaces.decode(env.action_space, reference["actions"][0])
-            candidates = _outside(env.action_space, valid)
+            stock = self.facts is not None and not self.facts.extended
+            if stock:
+                assert self.facts is not None
+                wire = _remote(env).contract.view.act(valid)
+                candidates = [(name, functools.partial(_send_raw, data=data))
+                              for name, data in outside_schema(self.facts.schema.get("action") or {}, wire)]
+            else:
+                candidates = [(name, functools.partial(_send, action=action))
+                              for name, action in _outside(env.action_space, valid)]
         if not candidates:
             return Result("hacking.out_of_space", "skip", ["no value outside this action space to try"])
         seed = reference["reset"]["seed"]
@@ -531,11 +608,11 @@ class Checker:
         expected = plain.pop() if len(plain) == 1 else None  # None: not deterministic, nothing to compare
         problems: list[str] = []
         unsendable: list[str] = []
-        for name, action in candidates:
+        for name, send in candidates:
             with self.session() as env:
                 env.reset(seed=seed)
                 try:
-                    step = env.step(action)
+                    step = send(env)
                 except spaces.SpaceValueError:
                     unsendable.append(name)  # the client cannot even write it (an enum's index, say)
                     continue
@@ -556,13 +633,14 @@ class Checker:
                     problems.append(f"{name}: refused, but the next step differs from the same step without it")
         sent = len(candidates) - len(unsendable)
         measured = {"actions_tried": [name for name, _ in candidates if name not in unsendable],
-                    "not_sendable": unsendable}
+                    "not_sendable": unsendable, "outside": "the server's /schema" if stock else "the action space"}
         if not sent:
             return Result("hacking.out_of_space", "skip",
                           ["no out-of-space action can be written on the wire for this action space"], measured)
+        where = "its /schema's action model" if stock else "the action space"
         if not problems:
             return Result("hacking.out_of_space", "pass",
-                          [f"{sent} out-of-space actions refused with a validation error; the session "
+                          [f"{sent} actions outside {where} refused with a validation error; the session "
                            f"went on unchanged"], measured)
         return Result("hacking.out_of_space", "fail", problems, measured,
                       "check every action against the declared space and refuse the rest (never clip an action "
@@ -627,7 +705,9 @@ class Checker:
                         t = 0
                 rates[strategy] = total / budget
         measured = {"reference": reference["name"], "reward_per_step": honest, "abuse": rates, "steps": budget}
-        farmed = {k: v for k, v in rates.items() if v > honest + 1e-9 * max(1.0, abs(honest))}
+        # Farming is earning by resetting: more per step than playing on, and more than nothing (resetting
+        # to dodge the penalties of a losing episode earns nothing).
+        farmed = {k: v for k, v in rates.items() if v > max(honest, 0.0) + 1e-9 * max(1.0, abs(honest))}
         evidence = [f"the {reference['name']} episode earns {honest:g} per step; "
                     + "; ".join(f"{k}: {v:g} per step" for k, v in rates.items())]
         if not farmed:
@@ -657,7 +737,20 @@ class Checker:
                       "observation")
 
     def reward_range(self) -> Result:
-        assert self.kit.reward_range is not None, "a declared range (URL_SKIPS)"
+        if self.kit.reward_range is None:  # a URL: the range observed
+            rewards = [r for _, r in self.rewards_seen if not _is_return(_)]
+            measured = {"rewards_checked": len(rewards), "declared": None,
+                        "observed": [min(rewards), max(rewards)] if rewards else None}
+            if not rewards:
+                return Result("hacking.reward_range", "skip", ["no step was played: nothing observed"], measured)
+            bad = [(label, r) for label, r in self.rewards_seen if not math.isfinite(r)]
+            if bad:
+                return Result("hacking.reward_range", "fail",
+                              [f"{label}: {r:g} is not finite" for label, r in bad[:10]], measured,
+                              "rewards must be finite numbers")
+            return Result("hacking.reward_range", "pass",
+                          [f"observed, not declared: {len(rewards)} rewards of every probe within "
+                           f"[{min(rewards):g}, {max(rewards):g}]"], measured)
         low, high = self.kit.reward_range
         outside = [(label, r) for label, r in self.rewards_seen if not (low <= r <= high and math.isfinite(r))]
         measured = {"rewards_checked": len(self.rewards_seen)}
@@ -670,38 +763,150 @@ class Checker:
                       "bound the reward, or declare the range it really has")
 
     def learnability(self) -> Result:
+        if self.kit.root is None:
+            return self._learnability_over_the_wire()
         from .learning import learn
 
         floor = self.kit.floor
         goal = floor + self.kit.floor_margin
-        assert self.kit.root is not None, "a package's env (URL_SKIPS)"
         trained = learn(self.kit.root.resolve(), goal=goal, episodes=LEARNING_EPISODES, budget_s=LEARNING_BUDGET_S,
                         eval_seeds=self.kit.canary_seeds)
         if trained["learner"] is None:
             return Result("learning.learnability", "skip", [f"no bundled learner for {trained['spaces']}"])
-        curve = trained["curve"]
+        return self._learned(trained["learner"], trained["curve"], floor, goal, self.kit.floor_margin)
+
+    def _learned(self, learner: str, curve: list[float], floor: float, goal: float, margin: float) -> Result:
         reached = next((i for i, total in enumerate(curve) if total >= goal), None)
-        measured = {"learner": trained["learner"], "goal": goal, "evaluations": len(curve), "curve": curve}
+        measured = {"learner": learner, "goal": goal, "evaluations": len(curve), "curve": curve}
         if reached is not None:
             return Result("learning.learnability", "pass",
-                          [f"{trained['learner']} reached {curve[reached]:g} >= canary floor {floor:g} + margin "
-                           f"{self.kit.floor_margin:g} at evaluation {reached + 1}"], measured)
-        return Result("learning.learnability", "fail",
-                      [f"{trained['learner']}: best {max(curve, default=math.nan):g} in {len(curve)} evaluations, "
-                       f"below canary floor {floor:g} + margin {self.kit.floor_margin:g}"], measured,
+                          [f"{learner} reached {curve[reached]:g} >= canary floor {floor:g} + margin "
+                           f"{margin:g} at evaluation {reached + 1}"], measured)
+        evidence = [f"{learner}: best {max(curve, default=math.nan):g} in {len(curve)} evaluations, "
+                    f"below canary floor {floor:g} + margin {margin:g}"]
+        seen = [r for _, r in self.returns_seen] + [float(t["return"]) for t in self.kit.canaries] + curve
+        if seen and floor >= max(seen):
+            evidence.append(f"the canaries already score the best return seen ({max(seen):g}): a trivial policy gets "
+                            f"the most this env was seen to pay")
+        return Result("learning.learnability", "fail", evidence, measured,
                       "the reward must depend on the actions: a learner could not beat the canaries")
+
+    def observed_margin(self) -> float:
+        """At a URL, the margin a return must clear the canary floor by: a tenth of the spread of
+        the canaries' returns (at least 5% of the floor's size, and more than nothing)."""
+        returns = [float(t["return"]) for t in self.kit.canaries]
+        spread = max(returns) - min(returns) if returns else 0.0
+        return max(0.1 * spread, 0.05 * abs(self.kit.floor), 1e-6)
+
+    def _learnability_over_the_wire(self) -> Result:
+        """The bundled learner trained over the wire, within :data:`LEARNING_BUDGET_S`; where
+        none fits the spaces, a legal-random against a reward-greedy probe. What it finds above
+        the canary floor becomes the observed top the checks after it compare with."""
+        from .learning import learner_for
+
+        floor, margin = self.kit.floor, self.observed_margin()
+        self.kit.floor_margin = margin
+        goal = floor + margin
+        with self.session() as env:
+            recorded = _Recorded(env, self)
+            obs, _ = recorded.reset(seed=self.kit.seed)
+            learner = learner_for(env.observation_space, env.action_space, obs)
+            if learner is None:
+                return self._greedy_probe(recorded, floor, goal)
+            curve = learner.train(recorded, goal=goal, episodes=LEARNING_EPISODES, budget_s=LEARNING_BUDGET_S,
+                                  eval_seeds=self.kit.canary_seeds, max_steps=URL_MAX_STEPS)
+        self._observe_top(max(curve, default=-math.inf), goal, learner.name)
+        result = self._learned(learner.name, curve, floor, goal, margin)
+        result.evidence.append(f"trained over the wire on {self.url}, {URL_MAX_STEPS} steps an episode at most, "
+                               f"within {LEARNING_BUDGET_S:g} s")
+        return result
+
+    def _greedy_probe(self, env: gym.Env, floor: float, goal: float) -> Result:
+        """Legal-random against reward-greedy (the legal action whose rewards so far averaged
+        best, regardless of the state; a tenth of the moves random), :data:`PROBE_EPISODES` episodes
+        each: does the reward answer the actions at all? A probe this simple finding nothing is
+        no verdict on what a real learner (or a language model) could do."""
+        space = env.action_space
+        rng = np.random.default_rng(self.kit.seed)
+        paid: dict[str, list[float]] = {}
+        deadline = time.monotonic() + LEARNING_BUDGET_S
+        means: dict[str, float] = {}
+        for strategy in ("legal-random", "reward-greedy"):
+            totals = []
+            for episode in range(PROBE_EPISODES):
+                if time.monotonic() > deadline:
+                    break
+                obs, info = env.reset(seed=self.kit.seed + episode)
+                total = 0.0
+                for _ in range(URL_MAX_STEPS):
+                    choices = _legal_choices(space, obs, info)
+                    if choices is None:
+                        return Result("learning.learnability", "skip", [
+                            f"no bundled learner for {env.observation_space} -> {space}, and no list of legal actions "
+                            f"to probe with: free-form actions are a language model's task (openenv_gym.trl)"])
+                    keyed = {_action_key(c): c for c in choices}
+                    if strategy == "reward-greedy" and rng.random() > 0.1 and any(k in paid for k in keyed):
+                        best = max((k for k in keyed if k in paid), key=lambda k: statistics.fmean(paid[k]))
+                        action = keyed[best]
+                    else:
+                        action = choices[int(rng.integers(len(choices)))]
+                    obs, reward, terminated, truncated, info = env.step(action)
+                    paid.setdefault(_action_key(action), []).append(float(reward))
+                    total += float(reward)
+                    if terminated or truncated:
+                        break
+                totals.append(total)
+            means[strategy] = statistics.fmean(totals) if totals else math.nan
+        measured = {"learner": "legal-random vs reward-greedy probe", "goal": goal, "returns": means,
+                    "episodes": PROBE_EPISODES}
+        greedy = means["reward-greedy"]
+        self._observe_top(greedy, goal, "the reward-greedy probe")
+        evidence = [f"no bundled learner for {env.observation_space} -> {space}; over the wire, mean return of "
+                    f"legal-random {means['legal-random']:g}, reward-greedy {greedy:g} (canary floor {floor:g})"]
+        if greedy >= goal:
+            return Result("learning.learnability", "pass",
+                          [*evidence, "the reward answers the actions: greedy beats the canary floor"], measured)
+        return Result("learning.learnability", "skip",
+                      [*evidence, "inconclusive: a probe this simple found no signal, which says nothing of what a "
+                                  "real learner could find"], measured)
+
+    def _observe_top(self, best: float, goal: float, by: str) -> None:
+        """At a URL, ``best`` (a return ``by`` a learner or probe) becomes the observed top when it
+        clears the goal (the canary floor plus the observed margin)."""
+        if self.kit.reward_range is None and math.isfinite(best) and best >= goal:
+            self.kit.observed_top = max(best, *(r for _, r in self.returns_seen))
+            self.observed_by = by
+
+    def at_the_top(self, check_id: str) -> Result | None:
+        """At a URL without an observed top: the SKIP of a check that compares with the top."""
+        if self.kit.reward_range is not None or self.kit.observed_top is not None:
+            return None
+        return Result(check_id, "skip", ["no declared range, and no return above the canaries' was observed (the "
+                                         "learner found none), so the top is unknown at a URL"])
 
     def throughput(self) -> Result:
         measured: dict[str, Any] = {}
-        for sessions in (1, 4):
+        evidence: list[str] = []
+        counts: tuple[int, ...] = (1, 4)
+        if self.facts is not None and self.facts.one_session:
+            counts = (1,)
+            evidence.append(f"4 sessions not measured: {self.facts.one_session}")
+        for sessions in counts:
             latencies: list[list[float]] = [[] for _ in range(sessions)]
+            failures: list[BaseException] = []
             started = time.perf_counter()
-            threads = [threading.Thread(target=self._timed_steps, args=(latencies[i],)) for i in range(sessions)]
+            threads = [threading.Thread(target=self._timed_steps, args=(latencies[i], failures))
+                       for i in range(sessions)]
             for thread in threads:
                 thread.start()
             for thread in threads:
                 thread.join(timeout=120)
             elapsed = time.perf_counter() - started
+            if failures:
+                first = failures[0]
+                return Result("perf.throughput", "error", [
+                    f"{sessions} session(s): {len(failures)} failed; the first: {type(first).__name__}: {first}"],
+                    measured)
             every = sorted(x for run in latencies for x in run)
             if every:
                 measured[f"sessions_{sessions}"] = {
@@ -709,21 +914,77 @@ class Checker:
                     "p50_ms": round(1000 * statistics.median(every), 3),
                     "p99_ms": round(1000 * every[min(len(every) - 1, int(0.99 * len(every)))], 3),
                 }
-        evidence = [f"{k}: {v['steps_per_s']} steps/s, p50 {v['p50_ms']} ms, p99 {v['p99_ms']} ms"
-                    for k, v in measured.items()]
+        evidence[:0] = [f"{k}: {v['steps_per_s']} steps/s, p50 {v['p50_ms']} ms, p99 {v['p99_ms']} ms"
+                        for k, v in measured.items()]
         return Result("perf.throughput", "pass", evidence, measured)
 
-    def _timed_steps(self, out: list[float]) -> None:
-        with self.session() as env:
-            env.action_space.seed(0)
-            obs, info = env.reset(seed=0)
-            for _ in range(THROUGHPUT_STEPS):
-                action = _sample(env.action_space, action_mask(obs, info))
-                started = time.perf_counter()
-                obs, _, terminated, truncated, info = env.step(action)
-                out.append(time.perf_counter() - started)
-                if terminated or truncated:
-                    obs, info = env.reset()
+    def _timed_steps(self, out: list[float], failures: list[BaseException]) -> None:
+        try:
+            with self.session() as env:
+                env.action_space.seed(0)
+                obs, info = env.reset(seed=0)
+                deadline = time.monotonic() + THROUGHPUT_BUDGET_S
+                for _ in range(THROUGHPUT_STEPS):
+                    action = _sample(env.action_space, obs, info)
+                    started = time.perf_counter()
+                    obs, _, terminated, truncated, info = env.step(action)
+                    out.append(time.perf_counter() - started)
+                    if terminated or truncated:
+                        obs, info = env.reset()
+                    if time.monotonic() > deadline:
+                        break
+        except Exception as exc:  # noqa: BLE001 - reported in the result, not as a thread's traceback
+            failures.append(exc)
+
+
+class _Recorded(gym.Wrapper):
+    """An env whose every reward the checker sees (for the observed reward range)."""
+
+    def __init__(self, env: gym.Env, checker: Checker) -> None:
+        super().__init__(env)
+        self.checker = checker
+
+    def step(self, action: Any) -> Any:
+        step = self.env.step(action)
+        self.checker.rewards_seen.append(("learning", float(step[1])))
+        return step
+
+
+def _is_return(label: str) -> bool:
+    return label.endswith("(return)")
+
+
+def _legal_choices(space: gym.Space, obs: Any, info: dict) -> list[Any] | None:
+    """The legal actions as a list: a ``Discrete``'s by its mask (all, without one), else the
+    ones ``info`` lists; ``None`` when there is no list."""
+    if isinstance(space, gym.spaces.Discrete):
+        mask = action_mask(obs, info)
+        start, n = int(space.start), int(space.n)
+        legal = [start + int(i) for i in np.flatnonzero(mask)] if mask is not None else list(range(start, start + n))
+        return legal or [start]
+    listed = info.get(LEGAL_ACTIONS) if isinstance(info, dict) else None
+    return list(listed) if isinstance(listed, list) and listed else None
+
+
+def _action_key(action: Any) -> str:
+    return json.dumps(action, sort_keys=True, default=_jsonable)
+
+
+def _send(env: gym.Env, *, action: Any) -> tuple:
+    return env.step(action)
+
+
+def _send_raw(env: gym.Env, *, data: Any) -> tuple:
+    return _remote(env).step_raw(data)
+
+
+def _remote(env: gym.Env) -> Any:
+    """The :class:`~openenv_gym.RemoteEnv` a checker's session is."""
+    from ..client import RemoteEnv
+
+    remote = env.unwrapped
+    assert isinstance(remote, RemoteEnv)
+    return remote
 
 
 def _step_digest(step: tuple) -> bytes:
@@ -791,9 +1052,14 @@ def _label(trajectory: dict) -> str:
     return f"{trajectory['name']} (seed {trajectory['reset']['seed']})"
 
 
-def _sample(space: gym.Space, mask: Any) -> Any:
+def _sample(space: gym.Space, obs: Any, info: dict) -> Any:
+    """A random action, legal by the mask (or ``info``'s list of legal actions) when there is one."""
+    mask = action_mask(obs, info)
     if mask is not None and isinstance(space, gym.spaces.Discrete):
         return space.sample(np.asarray(mask, dtype=np.int8))
+    listed = _legal_choices(space, obs, info) if not isinstance(space, gym.spaces.Discrete) else None
+    if listed:
+        return listed[int(space.np_random.integers(len(listed)))]
     return space.sample()
 
 
@@ -835,7 +1101,7 @@ def _follow(env: gym.Env, *, where: str, key: str) -> Policy:
     def policy(obs: Any, info: dict, mask: Any) -> Any:
         holder = obs if where == "obs" else info
         value = _as_action(space, holder.get(key)) if isinstance(holder, dict) else None
-        return value if _is_action(space, value) else _sample(space, mask)
+        return value if _is_action(space, value) else _sample(space, obs, info)
 
     return policy
 
@@ -859,14 +1125,8 @@ URL_SKIPS = {
     "static.manifest": "upstream's graders read a package's openenv.yaml and start it through a provider; a URL "
     "is a running server (check its package directory instead)",
     "semantic.oracle_max": "no oracle: a URL comes without a validation kit",
-    "semantic.floor_gap": "no declared reward range: a URL comes without a validation: block",
-    "semantic.canary_floor": "no declared reward range: a URL comes without a validation: block",
-    "semantic.replayability": "no recorded trajectories to replay: a URL comes without a validation kit",
-    "semantic.no_solution_leakage": "no declared reward range, so no top to reach",
-    "semantic.resource_envelope": "the server's process is not ours to measure, and no memory_mb is declared",
-    "hacking.repeated_action": "no declared reward range, so no top to reach",
-    "hacking.reward_range": "no declared reward range: a URL comes without a validation: block",
-    "learning.learnability": "the learner trains in process with the env, and the env behind a URL is out of reach",
+    "semantic.replayability": "no recorded trajectories to replay: a URL comes without a validation kit (a seeded "
+    "episode replayed in fresh sessions is runtime.episode_determinism)",
 }
 
 
@@ -882,14 +1142,20 @@ def run_checks(
     progress: Callable[[str], None] | None = None,
     env_kwargs: dict[str, Any] | None = None,
     oracle: str | None = None,
+    server_env: dict[str, str] | None = None,
+    python: str | None = None,
 ) -> dict:
     """Every check on ``target``; the report as a JSON-able dict in upstream's shape.
 
     ``target`` is a package directory holding a validation kit; a Gymnasium id,
     ``module:factory`` or PettingZoo module (with ``env_kwargs``), whose kit (and
     package) :func:`~openenv_gym.kit.make_kit` writes into a temporary directory first,
-    with ``oracle`` as its oracle hook; or the URL of any OpenEnv server, where what
-    cannot be checked without a kit or a server of our own SKIPs, saying why.
+    with ``oracle`` as its oracle hook; the URL of any OpenEnv server, where what cannot be
+    checked without a kit or a server of our own SKIPs, saying why; or a package directory
+    without a kit (upstream OpenEnv's ``envs/<env>``), started here with ``server_env`` and
+    ``python`` (:class:`~openenv_gym.server.package.PackageServer`) and checked as a URL,
+    with the fresh servers and the process a URL lacks, and the reward range its
+    ``openenv.yaml`` declares, if it declares one.
     """
     from .target import is_package
 
@@ -898,8 +1164,13 @@ def run_checks(
     if (is_url(name) or is_package(target)) and (env_kwargs or oracle):
         raise ValueError(f"--env-kwargs and --oracle make a kit for an env; {name} is a "
                          f"{'URL' if is_url(name) else 'package, whose kit `openenv-gym kit PACKAGE` makes'}")
+    if (server_env or python) and not (is_package(target) and not has_kit(Path(target))):
+        raise ValueError("--server-env and --python start an OpenEnv package without a validation kit "
+                         f"(upstream's envs/<env>); {name} is not one")
     if is_url(name):
         return _report(name, _url_results(name.rstrip("/"), say), {})
+    if is_package(target) and not has_kit(Path(target)):
+        return _report(name, _unkitted_package_results(Path(target), say, server_env, python), {})
     if is_package(target):
         return _package_report(Path(target), name, upstream, say)
     from . import make_kit
@@ -927,7 +1198,7 @@ def _package_report(root: Path, name: str, upstream: bool, say: Callable[[str], 
                                                     "duration_s")}) for r in report["results"])
     subject = start_package(root)
     try:
-        checker = Checker(kit, subject.base_url, lambda: start_package(root), subject.process.pid)
+        checker = Checker(kit, subject.base_url, lambda: start_package(root).server, subject.process.pid)
         results.extend(_our_checks(checker, say))
     finally:
         subject.stop()
@@ -937,15 +1208,79 @@ def _package_report(root: Path, name: str, upstream: bool, say: Callable[[str], 
     return _report(name, results, report)
 
 
-def _url_results(url: str, say: Callable[[str], None]) -> list[Result]:
-    """Our checks on a server we neither started nor have a kit for: canaries recorded over
-    the wire stand in for the kit's, and what needs more SKIPs with :data:`URL_SKIPS`' reason."""
-    say(f"recording canaries at {url} ...")
-    checker = Checker(Declared.recorded(url), url, None, None)
+def has_kit(root: Path) -> bool:
+    """``True`` when the package ``root`` holds a validation kit (``openenv-gym kit`` wrote one)."""
+    return (root / KIT_FILES["kit"]).is_file()
+
+
+def _declared_range(root: Path) -> tuple[float, float] | None:
+    """The reward range a package's ``openenv.yaml`` declares (``validation.reward.range``), if any."""
+    manifest = yaml.safe_load((root / "openenv.yaml").read_text(encoding="utf-8")) or {}
+    block = manifest.get("validation") if isinstance(manifest, dict) else None
+    reward = block.get("reward") if isinstance(block, dict) else None
+    declared = reward.get("range") if isinstance(reward, dict) else None
+    if isinstance(declared, list) and len(declared) == 2 and all(isinstance(v, (int, float)) for v in declared):
+        return float(declared[0]), float(declared[1])
+    return None
+
+
+def _unkitted_package_results(root: Path, say: Callable[[str], None], server_env: dict[str, str] | None,
+                              python: str | None) -> list[Result]:
+    """A package without a kit, started here and checked as a server at a URL (see :func:`run_checks`)."""
+    from ..server.package import PackageServer
+
+    def start() -> PackageServer:
+        return PackageServer(root, env=server_env, python=python, startup_timeout=PACKAGE_STARTUP_S)
+
+    say(f"starting {root} (its own app, no validation kit) ...")
+    server = start()
+    try:
+        return _url_results(server.url, say, restart=start, pid=server.pid, reward_range=_declared_range(root),
+                            package=root)
+    finally:
+        server.stop()
+
+
+def _url_results(url: str, say: Callable[[str], None], *, restart: Callable[[], Any] | None = None,
+                 pid: int | None = None, reward_range: tuple[float, float] | None = None,
+                 package: Path | None = None) -> list[Result]:
+    """Our checks on a server we neither started nor have a kit for: what the server lets us
+    know (:func:`~.remote.read_facts`) and canaries recorded over the wire stand in for the
+    kit; what needs more SKIPs with :data:`URL_SKIPS`' reason, and what a URL makes weaker
+    says so (:data:`~.remote.WEAKER_AT_A_URL`). A server whose env fails to reset or step gets
+    a report too: every check ERRORs with what the server said, and what to do about it."""
+    say(f"reading {url}: its schema, whether it holds two sessions, whether it honours seeds ...")
+    try:
+        facts = read_facts(url)
+        say(f"recording canaries at {url} ...")
+        kit = Declared.recorded(url, reward_range)
+    except RemoteError as exc:
+        evidence = [f"the server answered {exc.code.value}: {exc.message}"]
+        return [Result(check_id, "error", evidence, {}, server_fault(exc.message)) for check_id in ALL_CHECKS]
+    checker = Checker(kit, url, restart, pid, facts)
     results = [Result(check_id, "skip", [reason]) for check_id, reason in URL_SKIPS.items()
                if not check_id.startswith(("semantic.", "hacking.", "learning."))]
+    if package is not None:  # a package without a kit, started here
+        results[0] = Result("static.manifest", "skip", [
+            f"upstream's static grader reads the package's validation: block, and {package} has none: for "
+            f"an env openenv-gym serves, run `openenv-gym kit {package}` first for every check a kit allows"])
     results.extend(_our_checks(checker, say))
+    for result in results:
+        weaker = WEAKER_AT_A_URL.get(result.check_id)
+        restarted = restart is not None and result.check_id == "runtime.episode_determinism"
+        if weaker and result.status in ("pass", "fail") and not restarted:
+            result.evidence.append(f"weaker at a URL: {weaker}")
     return results
+
+
+def server_fault(message: str) -> str:
+    """What to do about an env that fails on the server, in words a user can act on."""
+    if "nltk" in message.lower():
+        return ("the server's env needs NLTK data it could not load (an offline server cannot download it): run "
+                "`python -m nltk.downloader <the data it names>` where the server runs, or serve a game that needs "
+                "none (upstream textarena_env: TEXTARENA_ENV_ID=GuessTheNumber-v0; openenv-gym's "
+                "gym.make('openenv/TextArena-v0') plays it offline)")
+    return "the server's env raised on reset or step: its log has the traceback; fix the env, or its configuration"
 
 
 def _our_checks(checker: Checker, say: Callable[[str], None]) -> list[Result]:
@@ -959,6 +1294,8 @@ def _our_checks(checker: Checker, say: Callable[[str], None]) -> list[Result]:
     plan: list[tuple[str, Callable[[], Result]]] = [
         ("runtime.episode_determinism", checker.episode_determinism),
         ("runtime.episode_isolation", checker.episode_isolation),
+        # Before the checks that compare with the top: at a URL, its best return is the observed top.
+        ("learning.learnability", checker.learnability),
         ("semantic.oracle_max", checker.oracle_max),
         ("semantic.floor_gap", floor_gap),
         ("semantic.canary_floor", lambda: checker.canary_floor(returns)),
@@ -968,7 +1305,6 @@ def _our_checks(checker: Checker, say: Callable[[str], None]) -> list[Result]:
         ("hacking.out_of_space", checker.out_of_space),
         ("hacking.boundary_actions", checker.boundary_actions),
         ("hacking.reset_abuse", checker.reset_abuse),
-        ("learning.learnability", checker.learnability),
         ("perf.throughput", checker.throughput),
         ("hacking.info_reward", checker.info_reward),
         ("hacking.reward_range", checker.reward_range),
@@ -982,6 +1318,15 @@ def _our_checks(checker: Checker, say: Callable[[str], None]) -> list[Result]:
         else:
             results.append(_timed(check_id, check, say))
     return results
+
+
+#: Every check implemented here, in the order they run.
+ALL_CHECKS = (
+    "runtime.episode_determinism", "runtime.episode_isolation", "learning.learnability", "semantic.oracle_max",
+    "semantic.floor_gap", "semantic.canary_floor", "semantic.replayability", "semantic.no_solution_leakage",
+    "hacking.repeated_action", "hacking.out_of_space", "hacking.boundary_actions", "hacking.reset_abuse",
+    "perf.throughput", "hacking.info_reward", "hacking.reward_range", "semantic.resource_envelope",
+)
 
 
 def _report(name: str, results: list[Result], upstream_report: dict) -> dict:
@@ -1023,13 +1368,14 @@ def table(report: dict) -> str:
 
 
 def main(target: str, *, json_path: str | None = None, markdown_path: str | None = None,
-         upstream: bool = True, env_kwargs: dict[str, Any] | None = None, oracle: str | None = None) -> int:
+         upstream: bool = True, env_kwargs: dict[str, Any] | None = None, oracle: str | None = None,
+         server_env: dict[str, str] | None = None, python: str | None = None) -> int:
     """``openenv-gym check``: progress on stderr, the table on stdout; 1 on FAIL or ERROR."""
     from . import ProbeError
 
     try:
         report = run_checks(target, upstream=upstream, progress=lambda line: print(line, file=sys.stderr),
-                            env_kwargs=env_kwargs, oracle=oracle)
+                            env_kwargs=env_kwargs, oracle=oracle, server_env=server_env, python=python)
     except (FileNotFoundError, ImportError, ProbeError, ValueError) as exc:
         print(f"openenv-gym: {exc}", file=sys.stderr)
         return 1

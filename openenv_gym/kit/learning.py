@@ -52,21 +52,23 @@ class Learner(Protocol):
     name: str
 
     def train(
-        self, env: gym.Env, *, goal: float, episodes: int, budget_s: float, eval_seeds: list[int]
+        self, env: gym.Env, *, goal: float, episodes: int, budget_s: float, eval_seeds: list[int],
+        max_steps: int = MAX_STEPS,
     ) -> list[float]: ...
 
 
-def learner_for(observation_space: gym.Space, action_space: gym.Space) -> Learner | None:
-    """The bundled learner for these spaces, if there is one."""
-    if isinstance(action_space, gym.spaces.Discrete) and (
-        isinstance(observation_space, gym.spaces.Discrete)
-        or (
-            isinstance(observation_space, gym.spaces.Dict)
-            and "action_mask" in observation_space.spaces
-            and gym.spaces.flatdim(observation_space) <= MAX_TABULAR_ELEMENTS
-        )
-    ):
-        return TabularQ(action_space)
+def learner_for(observation_space: gym.Space, action_space: gym.Space, observation: Any = None) -> Learner | None:
+    """The bundled learner for these spaces, if there is one: tabular Q-learning for a
+    ``Discrete`` action and an observation whose numbers (text and lists of varying length
+    aside: a status message, a history) are whole and few enough to be a table's key (a
+    ``Discrete``; a board, a grid position, a one-hot state: integer spaces, or a float space
+    whose ``observation``, when given, holds whole numbers only); else a linear policy's
+    random search for a ``Box`` observation."""
+    parts = _numeric_parts(observation_space, observation)
+    if isinstance(action_space, gym.spaces.Discrete) and parts:
+        size = sum(gym.spaces.flatdim(space) for space, _ in parts)
+        if size <= MAX_TABULAR_ELEMENTS and all(_whole_numbers(space, value) for space, value in parts):
+            return TabularQ(action_space, observation_space)
     if isinstance(observation_space, gym.spaces.Box) and isinstance(
         action_space, (gym.spaces.Discrete, gym.spaces.Box)
     ):
@@ -74,9 +76,43 @@ def learner_for(observation_space: gym.Space, action_space: gym.Space) -> Learne
     return None
 
 
-def _key(obs: Any) -> bytes:
+def _numeric_parts(space: gym.Space, observation: Any) -> list[tuple[gym.Space, Any]] | None:
+    """The numeric subspaces of ``space`` with their part of ``observation`` (text and lists of
+    varying length left out), or ``None`` when a part is neither (a graph, a tuple)."""
+    if isinstance(space, gym.spaces.Dict):
+        value = observation if isinstance(observation, dict) else {}
+        found: list[tuple[gym.Space, Any]] = []
+        for key, sub in space.spaces.items():
+            parts = _numeric_parts(sub, value.get(key))
+            if parts is None:
+                return None
+            found.extend(parts)
+        return found
+    if isinstance(space, (gym.spaces.Text, gym.spaces.Sequence)):
+        return []  # a status message, a history: not part of a table's key
+    if isinstance(space, (gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary, gym.spaces.Box)):
+        return [(space, observation)]
+    return None
+
+
+def _whole_numbers(space: gym.Space, observation: Any) -> bool:
+    """Whether every value of ``space`` (as far as ``observation`` shows, for a float ``Box``)
+    is a whole number."""
+    if isinstance(space, gym.spaces.Box) and space.dtype.kind == "f":
+        if observation is None:
+            return False
+        values = np.asarray(observation, dtype=np.float64)
+        return bool(np.all(np.isfinite(values)) and np.all(values == np.round(values)))
+    return True
+
+
+def _key(space: gym.Space | None, obs: Any) -> bytes:
+    """A table's key for ``obs``, a value of ``space``: its numbers (text and lists of varying
+    length aside), in a fixed order."""
     if isinstance(obs, dict):
-        return b"".join(np.asarray(obs[k]).tobytes() for k in sorted(obs))
+        parts = space.spaces if isinstance(space, gym.spaces.Dict) else {}
+        return b"".join(_key(parts.get(k), obs[k]) for k in sorted(obs)
+                        if not isinstance(parts.get(k), (gym.spaces.Text, gym.spaces.Sequence)))
     return np.asarray(obs).tobytes()
 
 
@@ -93,8 +129,10 @@ class TabularQ:
 
     name = "tabular Q-learning"
 
-    def __init__(self, action_space: gym.spaces.Discrete, seed: int = 0) -> None:
+    def __init__(self, action_space: gym.spaces.Discrete, observation_space: gym.Space | None = None,
+                 seed: int = 0) -> None:
         self.space = action_space
+        self.observation_space = observation_space
         self.rng = np.random.default_rng(seed)
         self.q: defaultdict[bytes, np.ndarray] = defaultdict(lambda: np.zeros(int(action_space.n)))
 
@@ -102,20 +140,21 @@ class TabularQ:
         legal = _legal(self.space, mask)
         if self.rng.random() < epsilon:
             return int(self.rng.choice(legal))
-        values = self.q[_key(obs)][legal - int(self.space.start)]
+        values = self.q[_key(self.observation_space, obs)][legal - int(self.space.start)]
         best = legal[values == values.max()]
         return int(self.rng.choice(best))
 
-    def episode(self, env: gym.Env, *, seed: int | None, epsilon: float, learn: bool) -> float:
+    def episode(self, env: gym.Env, *, seed: int | None, epsilon: float, learn: bool,
+                max_steps: int = MAX_STEPS) -> float:
         obs, info = env.reset(seed=seed)
         total = 0.0
-        for _ in range(MAX_STEPS):
+        for _ in range(max_steps):
             action = self.act(obs, action_mask(obs, info), epsilon)
             next_obs, reward, terminated, truncated, info = env.step(action)
             total += float(reward)
             if learn:
-                row, index = self.q[_key(obs)], action - int(self.space.start)
-                future = 0.0 if terminated else float(self.q[_key(next_obs)].max())
+                row, index = self.q[_key(self.observation_space, obs)], action - int(self.space.start)
+                future = 0.0 if terminated else float(self.q[_key(self.observation_space, next_obs)].max())
                 row[index] += 0.5 * (float(reward) + 0.99 * future - row[index])
             obs = next_obs
             if terminated or truncated:
@@ -123,18 +162,20 @@ class TabularQ:
         return total
 
     def train(
-        self, env: gym.Env, *, goal: float, episodes: int, budget_s: float, eval_seeds: list[int]
+        self, env: gym.Env, *, goal: float, episodes: int, budget_s: float, eval_seeds: list[int],
+        max_steps: int = MAX_STEPS,
     ) -> list[float]:
         deadline = time.monotonic() + budget_s
         every = max(10, episodes // EVALUATIONS)
         curve: list[float] = []
         for done in range(1, episodes + 1):
             epsilon = max(0.05, 1.0 - done / (0.6 * episodes))
-            self.episode(env, seed=TRAIN_SEEDS + done, epsilon=epsilon, learn=True)
-            if done % every == 0 or done == episodes:
-                curve.append(float(np.mean(
-                    [self.episode(env, seed=seed, epsilon=0.0, learn=False) for seed in eval_seeds])))
-                if curve[-1] >= goal or time.monotonic() > deadline:
+            self.episode(env, seed=TRAIN_SEEDS + done, epsilon=epsilon, learn=True, max_steps=max_steps)
+            out_of_time = time.monotonic() > deadline
+            if done % every == 0 or done == episodes or out_of_time:
+                curve.append(float(np.mean([self.episode(env, seed=seed, epsilon=0.0, learn=False,
+                                                         max_steps=max_steps) for seed in eval_seeds])))
+                if curve[-1] >= goal or out_of_time:
                     break
         return curve
 
@@ -164,13 +205,13 @@ class HillClimber:
         scaled = low + (np.tanh(out).reshape(space.shape) + 1) / 2 * (high - low)
         return scaled.astype(space.dtype)
 
-    def evaluate(self, env: gym.Env, weights: np.ndarray, seeds: list[int]) -> float:
+    def evaluate(self, env: gym.Env, weights: np.ndarray, seeds: list[int], max_steps: int = MAX_STEPS) -> float:
         """The mean return of the policy ``weights`` over ``seeds``."""
         returns = []
         for seed in seeds:
             obs, _ = env.reset(seed=seed)
             total = 0.0
-            for _ in range(MAX_STEPS):
+            for _ in range(max_steps):
                 obs, reward, terminated, truncated, _ = env.step(self.act(weights, obs))
                 total += float(reward)
                 if terminated or truncated:
@@ -179,14 +220,16 @@ class HillClimber:
         return float(np.mean(returns))
 
     def train(
-        self, env: gym.Env, *, goal: float, episodes: int, budget_s: float, eval_seeds: list[int]
+        self, env: gym.Env, *, goal: float, episodes: int, budget_s: float, eval_seeds: list[int],
+        max_steps: int = MAX_STEPS,
     ) -> list[float]:
         deadline = time.monotonic() + budget_s
         # A candidate is screened on a few seeds; only one that screens as well as the best is
         # scored on every seed, which is what the curve shows and the goal is compared with.
         screen = eval_seeds[:SCREEN_SEEDS]
         best = self.rng.normal(size=self.shape)
-        best_screen, best_return = self.evaluate(env, best, screen), self.evaluate(env, best, eval_seeds)
+        best_screen = self.evaluate(env, best, screen, max_steps)
+        best_return = self.evaluate(env, best, eval_seeds, max_steps)
         curve = [best_return]
         scale = 1.0
         while len(curve) < episodes and best_return < goal and time.monotonic() < deadline:
@@ -195,8 +238,8 @@ class HillClimber:
                 candidate = self.rng.normal(size=self.shape)
             else:
                 candidate = best + scale * self.rng.normal(size=self.shape)
-            screened = self.evaluate(env, candidate, screen)
-            total = self.evaluate(env, candidate, eval_seeds) if screened >= best_screen else -math.inf
+            screened = self.evaluate(env, candidate, screen, max_steps)
+            total = self.evaluate(env, candidate, eval_seeds, max_steps) if screened >= best_screen else -math.inf
             # Adaptive noise: search closer after a gain, farther (out of a local optimum) after a loss.
             if total >= best_return:
                 best, best_screen, best_return = candidate, screened, total

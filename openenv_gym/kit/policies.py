@@ -28,6 +28,7 @@ import gymnasium as gym
 import numpy as np
 
 from ..server.multiagent import action_mask
+from ..spaces.stock import LEGAL_ACTIONS
 
 __all__ = ["Policy", "canaries", "controller_for", "search", "CONTROLLERS", "play"]
 
@@ -42,8 +43,16 @@ def _legal(space: gym.Space, mask: np.ndarray | None) -> list[int]:
     return [start + int(i) for i in np.flatnonzero(mask)] or [start]
 
 
+def _listed(info: dict) -> list[Any] | None:
+    """The legal actions ``info`` lists (a stock server's legal moves), if it lists any."""
+    listed = info.get(LEGAL_ACTIONS) if isinstance(info, dict) else None
+    return listed if isinstance(listed, list) and listed else None
+
+
 def canaries(space: gym.Space, seed: int) -> dict[str, Policy]:
-    """The three canary policies of ``space``, the random one seeded with ``seed``."""
+    """The three canary policies of ``space``, the random one seeded with ``seed``. Where
+    ``info`` lists the legal actions of a non-``Discrete`` space (``info["legal_actions"]``,
+    chess's moves), first-legal plays the first of them and random draws one."""
     if isinstance(space, gym.spaces.Discrete):
         last = int(space.start) + int(space.n) - 1
         constant: Policy = lambda obs, info, mask: last  # noqa: E731
@@ -54,14 +63,17 @@ def canaries(space: gym.Space, seed: int) -> dict[str, Policy]:
         first = lambda obs, info, mask: low  # noqa: E731
     else:
         fixed = space.sample()
-        constant = first = lambda obs, info, mask: fixed  # noqa: E731
+        constant = lambda obs, info, mask: fixed  # noqa: E731
+        first = lambda obs, info, mask: (_listed(info) or [fixed])[0]  # noqa: E731
     sampler = copy.deepcopy(space)
     sampler.seed(seed)
+    rng = np.random.default_rng(seed)
 
     def random(obs: Any, info: dict, mask: np.ndarray | None) -> Any:
         if mask is not None and isinstance(space, gym.spaces.Discrete):
             return sampler.sample(mask.astype(np.int8))
-        return sampler.sample()
+        listed = _listed(info)
+        return listed[int(rng.integers(len(listed)))] if listed else sampler.sample()
 
     return {"constant": constant, "first-legal": first, "random": random}
 

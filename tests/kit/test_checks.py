@@ -95,7 +95,15 @@ def test_the_cli_prints_a_table_writes_the_json_and_exits_1_on_a_failure(tmp_pat
     assert table(written).splitlines()[-1] == "verdict: FAIL"
 
 
-def test_check_says_what_to_do_without_a_kit(tmp_path, capsys):
+def test_a_package_without_a_kit_is_checked_as_a_server_and_told_to_make_one(tmp_path, capsys):
     root = planted.package(tmp_path / "lock", "Lock")
-    assert main(["check", str(root)]) == 1
-    assert f"run `openenv-gym kit {root}` first" in capsys.readouterr().err
+    main(["check", str(root), "--json", str(tmp_path / "report.json")])
+    assert f"run `openenv-gym kit {root}` first" in capsys.readouterr().out
+    report = json.loads((tmp_path / "report.json").read_text())
+    statuses = {r["check_id"]: r["status"] for r in report["results"]}
+    assert "error" not in statuses.values()
+    # Started here: a fresh server to replay in, and its process to measure.
+    assert statuses["runtime.episode_determinism"] == "pass"
+    assert statuses["semantic.resource_envelope"] == "skip"
+    envelope = next(r for r in report["results"] if r["check_id"] == "semantic.resource_envelope")
+    assert envelope["measured"]["peak_rss_mb"] > 0

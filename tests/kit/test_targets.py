@@ -41,17 +41,23 @@ def test_at_a_url_what_cannot_be_checked_skips_with_its_reason(stock_url):
     # A server on openenv's own create_app: no kit, no process of ours.
     report = run_checks(stock_url)
     found = statuses(report)
-    assert {check for check, status in found.items() if status == "skip"} == set(URL_SKIPS)
-    for result in report["results"]:
-        if result["status"] == "skip":
-            assert result["evidence"] == [URL_SKIPS[result["check_id"]]]
-    assert {check for check, status in found.items() if status != "skip"} == {
-        "runtime.episode_determinism", "runtime.episode_isolation", "hacking.out_of_space",
-        "hacking.boundary_actions", "hacking.reset_abuse", "hacking.info_reward", "perf.throughput",
-    }
-    assert set(found.values()) == {"pass", "skip"} and report["verdict"] == "warn"
-    determinism = next(r for r in report["results"] if r["check_id"] == "runtime.episode_determinism")
-    assert "not checked: a fresh server" in determinism["evidence"][1]
+    assert "error" not in found.values()
+    for check_id, reason in URL_SKIPS.items():
+        assert found[check_id] == "skip"
+        assert next(r for r in report["results"] if r["check_id"] == check_id)["evidence"] == [reason]
+    # Found out over the wire, and labelled so: the reward range observed, the learner trained here.
+    by_id = {r["check_id"]: r for r in report["results"]}
+    assert by_id["hacking.reward_range"]["evidence"][0].startswith("observed, not declared: ")
+    assert by_id["hacking.reward_range"]["measured"]["observed"] == [1.0, 5.0]
+    assert "weaker at a URL" in by_id["hacking.reward_range"]["evidence"][-1]
+    assert by_id["learning.learnability"]["status"] in ("pass", "fail", "skip")
+    assert "weaker at a URL" in by_id["runtime.episode_determinism"]["evidence"][-1]
+    assert "not checked: a fresh server" in by_id["runtime.episode_determinism"]["evidence"][1]
+    # The stock server's /schema says what is outside: its pydantic bounds (1..5), types and extra keys.
+    assert by_id["hacking.out_of_space"]["status"] == "pass"
+    assert set(by_id["hacking.out_of_space"]["measured"]["actions_tried"]) >= {
+        "increment: 0 (below its minimum 1)", "increment: 6 (above its maximum 5)", "an unknown key"}
+    assert found["runtime.episode_isolation"] == "pass"  # eight sessions at once
 
 
 def test_an_out_of_space_action_clipped_into_a_reward_is_caught():
@@ -60,7 +66,7 @@ def test_an_out_of_space_action_clipped_into_a_reward_is_caught():
     failed = {check for check, status in statuses(report).items() if status in ("fail", "error")}
     assert failed == {"hacking.out_of_space"}
     evidence = next(r for r in report["results"] if r["check_id"] == "hacking.out_of_space")["evidence"]
-    assert evidence[0].startswith("increment: 0 (below 1): accepted, and paid a reward of")
+    assert evidence[0].startswith("increment: 0 (below its minimum 1): accepted, and paid a reward of")
 
 
 def test_options_that_make_a_kit_are_refused_for_a_url(capsys):

@@ -1,0 +1,176 @@
+"""``openenv-gym check URL`` on servers like upstream OpenEnv's own: one session at a time,
+seeds ignored, no declared range, an env that fails on the server. Each gets a full report
+with no ERROR it does not deserve, the skips say why, and what a URL makes weaker says so."""
+
+from __future__ import annotations
+
+import random
+import uuid
+
+import pytest
+
+from openenv_gym.catalog.grid_world_env import GridWorldEnvironment
+from openenv_gym.kit import remote
+from openenv_gym.kit.checks import run_checks, server_fault
+from openenv_gym.server.app import create_app
+from tests.conftest import asgi_server
+
+pytest.importorskip("openenv")
+
+
+def by_id(report: dict) -> dict[str, dict]:
+    return {r["check_id"]: r for r in report["results"]}
+
+
+@pytest.fixture(scope="module")
+def one_session_grid():
+    """Upstream's grid_world as upstream serves it: one session at a time (our built-in
+    server speaks its schema exactly)."""
+    with asgi_server(create_app(GridWorldEnvironment, max_sessions=1)) as url:
+        yield url
+
+
+def openenv_app(environment: type, **kwargs):
+    from openenv.core.env_server import create_app as openenv_create_app
+
+    return openenv_create_app(environment, *kwargs.pop("models"), **kwargs)
+
+
+def unseeded_catch():
+    """An env on openenv's own create_app that ignores reset's seed, as upstream's OpenSpiel
+    and Atari servers do: the ball falls in a column of the global, unseeded ``random``."""
+    from openenv.core.env_server.interfaces import Environment
+    from openenv.core.env_server.types import Action, Observation, State
+
+    class CatchAction(Action):
+        move: int
+
+    class CatchObservation(Observation):
+        ball: int = 0
+        paddle: int = 2
+        row: int = 0
+        legal_actions: list[int] = []
+
+    class UnseededCatch(Environment):
+        SUPPORTS_CONCURRENT_SESSIONS = True
+
+        def __init__(self) -> None:
+            super().__init__()
+            self._state = State(episode_id=None, step_count=0)
+
+        def observe(self, reward: float, done: bool) -> CatchObservation:
+            return CatchObservation(ball=self.ball, paddle=self.paddle, row=self.row, legal_actions=[0, 1, 2],
+                                    reward=reward, done=done)
+
+        def reset(self, seed=None, episode_id=None, **kwargs) -> CatchObservation:
+            self.ball, self.paddle, self.row = random.randrange(5), 2, 0
+            self._state = State(episode_id=episode_id or str(uuid.uuid4()), step_count=0)
+            return self.observe(0.0, False)
+
+        def step(self, action: CatchAction, **kwargs) -> CatchObservation:
+            self.paddle = min(4, max(0, self.paddle + action.move - 1))
+            self.row += 1
+            self._state.step_count += 1
+            if self.row == 4:
+                return self.observe(1.0 if self.paddle == self.ball else -1.0, True)
+            return self.observe(0.0, False)
+
+        @property
+        def state(self) -> State:
+            return self._state
+
+    return openenv_app(UnseededCatch, models=(CatchAction, CatchObservation), max_concurrent_envs=4)
+
+
+def test_a_one_session_server_gets_a_full_report_with_learnability_trained_over_the_wire(one_session_grid):
+    facts = remote.read_facts(one_session_grid)
+    assert not facts.concurrent and "CAPACITY_REACHED" in facts.sessions_evidence
+    report = run_checks(one_session_grid)
+    results = by_id(report)
+    assert "error" not in {r["status"] for r in report["results"]}
+    isolation = results["runtime.episode_isolation"]
+    assert isolation["status"] == "skip" and "holds one session at a time" in isolation["evidence"][0]
+    assert "4 sessions not measured" in " ".join(results["perf.throughput"]["evidence"])
+    learned = results["learning.learnability"]
+    assert learned["status"] == "pass" and learned["measured"]["learner"] == "tabular Q-learning"
+    assert "trained over the wire" in " ".join(learned["evidence"])
+    # The learner's best return is the observed top the checks after it compare with.
+    assert results["semantic.floor_gap"]["status"] == "pass"
+    assert results["semantic.floor_gap"]["measured"]["top"] == pytest.approx(0.3)
+    assert "weaker at a URL" in results["semantic.floor_gap"]["evidence"][-1]
+    assert results["hacking.repeated_action"]["status"] == "pass"
+    assert results["hacking.reward_range"]["measured"]["observed"] == [-0.1, 1.0]
+    # Outside the server's own schema: an enum value it does not list, a wrong type, an unknown key.
+    outside = results["hacking.out_of_space"]
+    assert outside["status"] == "pass" and outside["measured"]["outside"] == "the server's /schema"
+    assert any("not one of its enum" in name for name in outside["measured"]["actions_tried"])
+
+
+def test_a_server_that_ignores_seeds_is_told_so():
+    with asgi_server(unseeded_catch()) as url:
+        facts = remote.read_facts(url)
+        assert facts.concurrent
+        assert facts.seed_problem is not None and "ignores reset's seed" in facts.seed_problem
+        report = run_checks(url)
+    results = by_id(report)
+    determinism = results["runtime.episode_determinism"]
+    assert determinism["status"] == "fail"
+    assert any("ignores reset's seed" in line for line in determinism["evidence"])
+    assert "openenv-gym list" in determinism["remediation"]
+    # Isolation cannot tell shared state from chance here: it says so instead of failing.
+    assert results["runtime.episode_isolation"]["status"] == "skip"
+    assert "unmet dependency" in results["runtime.episode_isolation"]["evidence"][0]
+    # Catch is learnable over the wire; one action repeated is not the top over 8 random drops.
+    assert results["learning.learnability"]["status"] == "pass"
+    assert results["hacking.repeated_action"]["status"] == "pass"
+    assert results["hacking.reset_abuse"]["status"] == "pass"  # resetting dodges losses; it earns nothing
+
+
+def test_an_env_failing_on_the_server_gets_a_report_that_says_what_to_do():
+    from openenv.core.env_server.interfaces import Environment
+    from openenv.core.env_server.types import Action, Observation, State
+
+    class WordAction(Action):
+        message: str
+
+    class NeedsData(Environment):
+        def reset(self, seed=None, episode_id=None, **kwargs) -> Observation:
+            raise LookupError("Resource words not found. Please use the NLTK Downloader to obtain the resource")
+
+        def step(self, action: WordAction, **kwargs) -> Observation:
+            return Observation(done=True)
+
+        @property
+        def state(self) -> State:
+            return State(episode_id=None, step_count=0)
+
+    with asgi_server(openenv_app(NeedsData, models=(WordAction, Observation))) as url:
+        report = run_checks(url)
+    assert {r["status"] for r in report["results"]} == {"error"} and report["verdict"] == "fail"
+    first = report["results"][0]
+    assert "NLTK Downloader" in first["evidence"][0]
+    assert "nltk.downloader" in first["remediation"]
+    assert "GuessTheNumber-v0" in server_fault("Resource punkt not found (nltk)")
+
+
+def test_outside_schema_covers_types_enums_bounds_and_extra_keys():
+    schema = {"type": "object", "additionalProperties": False, "required": ["move", "steps"],
+              "$defs": {"Move": {"enum": ["UP", "DOWN"], "type": "string"}},
+              "properties": {"move": {"$ref": "#/$defs/Move"}, "steps": {"type": "integer", "maximum": 3},
+                             "metadata": {"type": "object"}}}
+    names = [name for name, _ in remote.outside_schema(schema, {"move": "UP", "steps": 1})]
+    assert names == ["move left out", "steps left out", "move: 12345 (an integer)", "move: 'NOT_UP_DOWN' (not one of its enum)",
+                     "steps: 'not an integer' (a string)", "steps: 4 (above its maximum 3)", "an unknown key"]
+
+
+def test_canaries_play_the_legal_actions_info_lists():
+    """A stock server's legal moves (chess's UCI strings) are what first-legal and random play."""
+    import gymnasium as gym
+
+    from openenv_gym.kit.policies import canaries
+
+    policies = canaries(gym.spaces.Text(8), seed=0)
+    info = {"legal_actions": ["e2e4", "d2d4", "g1f3"]}
+    assert policies["first-legal"](None, info, None) == "e2e4"
+    assert {policies["random"](None, info, None) for _ in range(30)} == set(info["legal_actions"])
+    assert isinstance(policies["random"](None, {}, None), str)  # no list: the space's own sample
