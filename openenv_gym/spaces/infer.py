@@ -33,7 +33,10 @@ from ._common import _err, _key_path, _short_list, _what
 from .description import MAX_BOX_ELEMENTS
 from .values import MAX_SEQUENCE_LENGTH, _check_items, _check_length, _integer, _to_array, neutral
 
-__all__ = ["INFERRED_TEXT_MAX_LENGTH", "INFERRED_JSON_MAX_LENGTH", "InferredSpace", "infer_space", "infer_fields"]
+__all__ = [
+    "INFERRED_TEXT_MAX_LENGTH", "INFERRED_JSON_MAX_LENGTH", "InferredSpace", "InferredText", "JsonText", "NullableBox",
+    "infer_space", "infer_fields", "random_json",
+]
 
 INFERRED_TEXT_MAX_LENGTH = 65536
 """``max_length`` of the Text space inferred for a JSON Schema string without ``maxLength``."""
@@ -476,18 +479,20 @@ def _nullable(inner: _Rule, schema: Mapping[str, Any]) -> _Rule:
 
         return _Rule(gs.Discrete(n + 1, start=start), d_to_space, d_to_json, "other")
     if inner.kind == "number":
+        # -inf stands for null: inside the space (its low is widened to include it), unlike nan.
+        widened = NullableBox(space, -math.inf)  # type: ignore[arg-type]
+
         def f_to_space(v: Any, p: str) -> Any:
-            return np.array(np.nan) if v is None else inner.to_space(v, p)
+            return np.array(-math.inf) if v is None else inner.to_space(v, p)
 
         def f_to_json(v: Any, p: str) -> Any:
             out = inner.to_json(v, p)
-            return None if math.isnan(out) else out
+            return None if out == -math.inf else out
 
-        return _Rule(space, f_to_space, f_to_json, "other")
+        return _Rule(widened, f_to_space, f_to_json, "other")
     if inner.kind == "integer":
-        high = space.high if space.bounded_above.all() else math.inf  # type: ignore[attr-defined]
-        box = gs.Box(low=-math.inf, high=high, shape=(), dtype=np.int64)
         sentinel = int(_INT64.min)
+        box = NullableBox(space, sentinel)  # type: ignore[arg-type]
 
         def i_to_space(v: Any, p: str) -> Any:
             return np.array(sentinel, dtype=np.int64) if v is None else inner.to_space(v, p)
@@ -522,6 +527,32 @@ def _nullable(inner: _Rule, schema: Mapping[str, Any]) -> _Rule:
 
         return _Rule(space, s_to_space, s_to_json, "other")
     return _json_rule(schema)
+
+
+class NullableBox(gs.Box):
+    """The scalar ``Box`` of an ``Optional`` number: the field's own ``Box`` with its low widened
+    to hold ``null_value``, the sentinel that stands for null (``-inf``, or ``-2**63`` for
+    integers). :meth:`sample` draws within the field's own bounds, or null one time in ten, so
+    a sampled action fits the field's schema.
+
+        >>> space = infer_space({"anyOf": [{"type": "number", "minimum": 0, "maximum": 1}, {"type": "null"}]}).space
+        >>> space.low, space.high, space.null_value
+        (array(-inf), array(1.), -inf)
+        >>> _ = space.seed(0)
+        >>> all(space.null_value == s or 0 <= s <= 1 for s in (space.sample() for _ in range(50)))
+        True
+    """
+
+    def __init__(self, declared: gs.Box, null_value: float) -> None:
+        super().__init__(low=-math.inf, high=declared.high, shape=(), dtype=declared.dtype)
+        self.declared = declared
+        self.null_value = null_value
+
+    def sample(self, mask: Any = None, probability: Any = None) -> np.ndarray:
+        if self.np_random.random() < 0.1:
+            return np.array(self.null_value, dtype=self.dtype)
+        self.declared.seed(int(self.np_random.integers(2**31)))
+        return self.declared.sample()
 
 
 class _Ctx(NamedTuple):
@@ -779,9 +810,8 @@ def infer_space(schema: Mapping[str, Any], *, defs: Mapping[str, Any] | None = N
       are not properties.
     * ``anyOf`` / ``oneOf`` / ``type`` list of ``T`` and null (pydantic ``Optional[T]``) -> the
       space for ``T``, with null mapped to a neutral value and back: Discrete gets an extra last
-      category meaning null; a number Box uses ``nan`` (which ``Box.contains`` rejects: the one
-      exception to the guarantee above); an integer Box uses -2**63 (its low is widened to
-      include it); Text uses ``""`` and a Sequence the empty sequence (so a genuine ``""`` /
+      category meaning null; a number Box uses ``-inf`` and an integer Box -2**63 (each with
+      its low widened to include it); Text uses ``""`` and a Sequence the empty sequence (so a genuine ``""`` /
       ``[]`` is sent back as null). Any other ``Optional`` falls through to the next rule.
     * anything else (objects with only ``additionalProperties`` or no properties, ``anyOf`` of
       unrelated types, unresolvable or recursive ``$ref``, ``{}``) -> ``Text`` holding the

@@ -22,7 +22,8 @@ Actions:
   comes from the bounds above, else from the length of a list of action names in the first
   observation's metadata (``action_meanings``, Atari's), else from its largest legal action
   + 1; ``info["action_mask"]`` (``int8``, ``n``) marks the legal ones, Gymnasium's way. A flag
-  list (``action_mask`` of 0 and 1) gives ``n`` by its length;
+  list (an ``action_mask`` of 0 and 1 only) gives ``n`` by its length; an ``action_mask`` with
+  other numbers lists action ids, as ``legal_actions`` does;
 * a string field paired with a list of legal strings (chess's ``legal_moves``):
   ``info["legal_actions"]`` lists them;
 * when one field is left, the action space is that field's space (``Discrete(4)``, not
@@ -39,7 +40,7 @@ Observations:
   lists whose length varies by nature (``legal_*``, ``valid_*``, ``available_*``,
   ``possible_*``), and lists that are empty in the first observation, stay ``Sequence`` s;
 * anything else as :func:`~openenv_gym.spaces.infer_space` decides (a null of an
-  ``Optional`` field is a sentinel: ``-2**63`` for integers, ``nan`` for numbers, ``""`` for
+  ``Optional`` field is a sentinel inside the space: ``-2**63`` for integers, ``-inf`` for numbers, ``""`` for
   strings, an extra last category for enums); the fields that were null in an observation
   are listed in ``info["openenv_gym.null_fields"]``.
 
@@ -456,7 +457,7 @@ def _schema_rule(prop: Any, space: gs.Space, defs: Mapping[str, Any]) -> str:
     elif isinstance(space, gs.Sequence):
         what = "a list of varying length" + ("; empty stands for null" if nullable else "")
     elif isinstance(space, gs.Box) and nullable:
-        what = "a number or null; nan stands for null" if space.dtype.kind == "f" else (
+        what = "a number or null; -inf stands for null" if space.dtype.kind == "f" else (
             "an integer or null; -2**63 stands for null")
     elif isinstance(space, gs.Box):
         bounded = bool(np.all(space.bounded_below) and np.all(space.bounded_above))
@@ -531,7 +532,9 @@ def _pair(rule: InferredSpace, field_name: str, first: Mapping[str, Any],
     space = rule.space
     is_int = isinstance(space, gs.Discrete) or (isinstance(space, gs.Box) and space.dtype.kind in "iu"
                                                 and space.shape == ())
-    if "mask" in field_name and is_int:
+    flags = isinstance(legal, list) and all(v in (0, 1) and not isinstance(v, bool) or v is True or v is False
+                                            for v in legal)
+    if "mask" in field_name and is_int and (flags or not isinstance(legal, list)):
         if isinstance(legal, list) and legal:
             n = len(legal)
             return (_discrete(n, 0), LegalActions(field_name, "flags", n),

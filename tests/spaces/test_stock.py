@@ -22,7 +22,7 @@ from openenv_gym.spaces.stock import (
     UNLISTED_LEGAL_ACTIONS,
     described_range,
 )
-from tests.upstream.replay import CAPTURED, load, observations, sent_actions
+from tests.upstream.replay import CAPTURED, UNSENDABLE, load, observations, sent_actions
 
 
 def schema_of(action: dict, observation: dict, *, required: list[str] | None = None, description: str = "") -> dict:
@@ -133,6 +133,10 @@ def test_bounds_beat_the_legal_list_and_flags_count_by_length():
     flags = infer_view(schema_of({"phase_id": INT}, {"action_mask": INTS}), first_observation={"action_mask": [1, 0, 1]})
     assert flags.action_space == gym.spaces.Discrete(3)
     assert flags.observe({"action_mask": [0, 1, 1]})[1][ACTION_MASK].tolist() == [0, 1, 1]
+    # An action_mask of other numbers lists ids (upstream SUMO-RL's phases).
+    ids = infer_view(schema_of({"phase_id": INT}, {"action_mask": INTS}), first_observation={"action_mask": [0, 1, 2, 3]})
+    assert ids.action_space == gym.spaces.Discrete(4)
+    assert ids.observe({"action_mask": [0, 2]})[1][ACTION_MASK].tolist() == [1, 0, 1, 0]
 
 
 def test_legal_strings_are_listed_for_a_string_action():
@@ -249,7 +253,7 @@ def test_every_captured_observation_is_in_the_inferred_space(name):
         if view.legal is not None and view.legal.kind != "values":
             assert info[ACTION_MASK].shape == (view.action_space.n,)
         seen += 1
-    assert seen >= 10
+    assert seen >= 5
 
 
 @pytest.mark.parametrize("name", CAPTURED)
@@ -264,4 +268,4 @@ def test_every_captured_action_is_written_back_exactly(name):
         if set(action) == fields:  # not an MCP step of another shape (echo's list_tools)
             assert view.act(view.action.to_space(action)) == action
             checked += 1
-    assert checked or name == "echo"
+    assert checked or name in UNSENDABLE
