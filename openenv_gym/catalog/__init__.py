@@ -10,7 +10,10 @@
 
 Where the server comes from, first match wins:
 
-1. the ``base_url=`` keyword of ``gym.make``;
+1. the ``base_url=`` keyword of ``gym.make``, or ``package=``: the directory of upstream's
+   own package (``OpenEnv/envs/maze_env``), started here by its app as its Dockerfile would,
+   without Docker (``python=`` the interpreter with its dependencies; the entry's settings
+   become the environment variables its app reads), stopped with the env;
 2. the entry's environment variable (``OPENENV_CHESS_URL`` for Chess, see
    :func:`list_envs` or ``openenv-gym list``);
 3. an embedded server started on 127.0.0.1 in a child process from the
@@ -99,16 +102,31 @@ def _configure(entry: CatalogEntry, keywords: dict[str, Any]) -> dict[str, Any]:
     return {key: keywords.pop(key) for key in list(keywords) if key in entry.settings}
 
 
+#: Seconds an upstream package started by ``package=`` may take to answer (openenv's import alone takes a few).
+PACKAGE_STARTUP_S = 120.0
+
+
 def _server(
     entry: CatalogEntry,
     base_url: str | None,
     server_kwargs: dict[str, Any] | None,
     settings: Mapping[str, Any],
     sessions: int,
+    package: str | os.PathLike[str] | None = None,
+    python: str | None = None,
 ) -> tuple[str, Any]:
-    """``(url, embedded server or None)``: ``base_url``, else the env var, else a
-    freshly started embedded server holding at least ``sessions`` sessions, configured by
-    ``server_kwargs`` and the entry's ``settings``."""
+    """``(url, server we started or None)``: ``base_url``, else upstream's ``package`` started
+    here, else the env var, else a freshly started embedded server holding at least
+    ``sessions`` sessions, configured by ``server_kwargs`` and the entry's ``settings``."""
+    if package is not None:
+        if base_url or server_kwargs:
+            raise OpenEnvGymError(
+                f"package= starts upstream's {entry.upstream} here: drop base_url= (a server running elsewhere) and "
+                f"server_kwargs= (the built-in server's); {', '.join(entry.settings) or 'its app'} configure it"
+            )
+        return _package_server(entry, package, python, settings, sessions)
+    if python is not None:
+        raise OpenEnvGymError("python= is the interpreter that runs upstream's package: pass package= too")
     url = base_url or os.environ.get(entry.env_var)
     if url:
         given = [*(["server_kwargs"] if server_kwargs else []), *settings]
@@ -128,6 +146,21 @@ def _server(
     return server.url, server
 
 
+def _package_server(
+    entry: CatalogEntry, package: str | os.PathLike[str], python: str | None, settings: Mapping[str, Any],
+    sessions: int,
+) -> tuple[str, Any]:
+    """Upstream's own ``envs/<env>`` package, served here by its app (no Docker), with the
+    environment variables its app reads for the entry's settings."""
+    from ..server.package import PackageServer
+
+    env = {"MAX_CONCURRENT_ENVS": str(max(sessions, 8))}  # the apps that read it (echo, openspiel, textarena)
+    for key, value in settings.items():
+        env[entry.settings[key].env_var] = str(value).lower() if isinstance(value, bool) else str(value)
+    server = PackageServer(package, env=env, python=python, startup_timeout=PACKAGE_STARTUP_S)
+    return server.url, server
+
+
 def _viewed(entry: CatalogEntry, remote_kwargs: dict[str, Any]) -> dict[str, Any]:
     """``remote_kwargs`` with the entry's exact view under the user's own field overrides."""
     view = entry.view()
@@ -144,13 +177,15 @@ def make(
     base_url: str | None = None,
     codec: str | None = None,
     server_kwargs: dict[str, Any] | None = None,
+    package: str | os.PathLike[str] | None = None,
+    python: str | None = None,
     **remote_kwargs: Any,
 ) -> gym.Env:
     """The entry point of every catalog id (see the module docstring)."""
     entry = get(name)
     codec = _codec(entry, codec)
     settings = _configure(entry, remote_kwargs)
-    url, server = _server(entry, base_url, server_kwargs, settings, 1)
+    url, server = _server(entry, base_url, server_kwargs, settings, 1, package, python)
     remote_kwargs = _viewed(entry, remote_kwargs)
     env: gym.Env = RemoteEnv(url, **remote_kwargs) if server is None else EmbeddedRemoteEnv(server, **remote_kwargs)
     if codec == "raw":
@@ -183,6 +218,8 @@ def make_vec(
     base_url: str | None = None,
     codec: str | None = None,
     server_kwargs: dict[str, Any] | None = None,
+    package: str | os.PathLike[str] | None = None,
+    python: str | None = None,
     autoreset_mode: Any = AutoresetMode.NEXT_STEP,
     **remote_kwargs: Any,
 ) -> VectorEnv:
@@ -198,7 +235,7 @@ def make_vec(
     entry = get(name)
     codec = _codec(entry, codec)
     settings = _configure(entry, remote_kwargs)
-    url, server = _server(entry, base_url, server_kwargs, settings, num_envs)
+    url, server = _server(entry, base_url, server_kwargs, settings, num_envs, package, python)
     remote_kwargs = _viewed(entry, remote_kwargs)
     try:
         if codec == "raw":

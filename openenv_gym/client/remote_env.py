@@ -106,6 +106,7 @@ class RemoteEnv(gym.Env):
         self.metadata = {**self.contract.env_metadata}
         self.metadata["render_modes"] = [self.render_mode] if self.render_mode else []
         self._last_obs: Any = None
+        self._last_mask: Any = None
         self._lost: BaseException | None = None
         self._session = (
             self._connect() if self.reconnect is None else self.reconnect.call(self._connect)
@@ -156,6 +157,7 @@ class RemoteEnv(gym.Env):
         step = self.contract.read(self._live().codec, reply)
         obs, info = owned_arrays(step.obs), owned_arrays(step.info)
         self._last_obs = obs
+        self._last_mask = info.get("action_mask")
         if lost is not None:
             info[RECONNECTED] = True
             info[LOST_REASON] = str(lost)
@@ -176,7 +178,14 @@ class RemoteEnv(gym.Env):
             info = {RECONNECTED: True, LOST_REASON: str(exc)}
             return owned_arrays(self._last_obs, always=True), 0.0, False, True, info
         obs = self._last_obs = owned_arrays(step.obs)
+        self._last_mask = step.info.get("action_mask")
         return obs, step.reward, step.terminated, step.truncated, owned_arrays(step.info)
+
+    def action_masks(self) -> np.ndarray | None:
+        """The legal actions of the current position, as booleans (``info["action_mask"]`` of the
+        last reset or step; ``None`` when the server lists none): what sb3-contrib's
+        ``MaskablePPO`` calls."""
+        return None if self._last_mask is None else np.asarray(self._last_mask, dtype=bool)
 
     def step_raw(self, data: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         """One step with ``data`` sent as it is, not checked against the action space: a stock
