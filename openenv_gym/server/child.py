@@ -340,7 +340,7 @@ def _needs_its_package(error: ImportError, name: str) -> bool:
     part of the package ``name``."""
     if isinstance(error, ModuleNotFoundError):
         return error.name is not None and (error.name == name or error.name.startswith(f"{name}."))
-    return "beyond top-level package" in str(error)
+    return "beyond top-level package" in str(error) or "with no known parent package" in str(error)
 
 
 def _load_package(root: Path) -> None:

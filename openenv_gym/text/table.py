@@ -234,6 +234,167 @@ BUILTIN_VIEWS: tuple[BuiltinView, ...] = (
         "loses (-1), a draw gives 0.",
         factory="openenv_gym.text.chess:chess_view",
     ),
+    # -- the catalog's upstream OpenEnv envs (openenv/<Name>-v0), by what their servers do ---------
+    BuiltinView(
+        ("openenv/Connect4",),
+        "Connect Four on a 6 x 7 board, both sides played in turn by you: drop the next player's piece (1 "
+        "moves first, then -1; 0 is an empty cell) into one of the 7 columns (0 to 6, left to right); it falls "
+        "to the lowest empty cell. Four in a row, horizontally, vertically or diagonally, wins (+1). A full "
+        "column is not legal: playing one ends the game with -1.",
+    ),
+    BuiltinView(
+        ("openenv/GridWorld",),
+        "GridWorld: walk on a 5 x 5 grid from (x, y) = (0, 0) to the goal at (4, 4). x is the row (UP and "
+        "DOWN change it), y the column (LEFT and RIGHT); a move into the edge leaves you where you are. "
+        "Reaching the goal ends the episode.",
+        actions=("UP", "DOWN", "LEFT", "RIGHT"),
+        meanings=("x - 1", "x + 1", "y - 1", "y + 1"),
+    ),
+    BuiltinView(
+        ("openenv/Maze",),
+        "Maze: walk through an 8 x 8 maze from [0, 0] to the exit at [7, 7]; positions are [column, row]. "
+        "Walls block moves: only the legal actions listed each turn can be taken.",
+        actions=("up", "down", "left", "right"),
+        meanings=("move up a row", "move down a row", "move left a column", "move right a column"),
+    ),
+    BuiltinView(
+        ("openenv/Atari",),
+        "An Atari 2600 game (the Arcade Learning Environment): the screen in, one joystick action out per "
+        "step; the score's changes are the rewards, and the game ends as the console's game does.",
+    ),
+    BuiltinView(
+        ("openenv/OpenSpiel",),
+        "A game of DeepMind's OpenSpiel (catch, tic_tac_toe, kuhn_poker, ...) against the server's opponent: "
+        "each turn pick one of the legal action ids; the game's own reward comes at its end.",
+    ),
+    BuiltinView(
+        ("openenv/TextArena",),
+        "A TextArena text game (GuessTheNumber, Mastermind, Wordle, ...): read the game's prompt and its "
+        "messages, and reply with your move as the game asks for it (GuessTheNumber: a number in brackets, "
+        "such as [10]).",
+    ),
+    BuiltinView(
+        ("openenv/Coding",),
+        "A Python interpreter: send Python code; its stdout, stderr and exit code come back. Variables "
+        "persist between steps of an episode.",
+    ),
+    BuiltinView(
+        ("openenv/Echo",),
+        "An echo server with two MCP tools: echo_message returns the message, echo_with_length returns it "
+        "with its length.",
+    ),
+    BuiltinView(
+        ("openenv/Snake",),
+        "Snake on a 20 x 20 grid with walls around it: steer the snake to the fruit without hitting a wall or "
+        "itself. Eating a fruit gives +1 and makes the snake longer; dying gives -1. The grid's cells: 0 empty, "
+        "1 wall, 2 fruit, 3 the snake's head, 4 its body, 5 its tail.",
+        actions=("noop", "left", "right"),
+        meanings=("keep going straight", "turn 90 degrees to the left", "turn 90 degrees to the right"),
+    ),
+    BuiltinView(
+        ("openenv/Wildfire",),
+        "Wildfire: a fire spreads over a grid of cells (0 ash, 1 fuel, 2 burning, 3 firebreak, 4 watered), "
+        "pushed by the wind and slowed by humidity. Each step either drop water on cell (x, y) (8 drops per "
+        "episode), build a firebreak there (50 per episode) or wait. The grid is flattened row by row: cell "
+        "(x, y) is at index y * width + x. Containing the fire is rewarded; burned cells cost.",
+    ),
+    BuiltinView(
+        ("openenv/ReasoningGym",),
+        "A reasoning question from Reasoning Gym: answer it in one reply. The answer is scored from 0 to 1 "
+        "and the episode ends; the correct answer is revealed.",
+    ),
+    BuiltinView(
+        ("openenv/DMControl",),
+        "A DeepMind Control Suite task simulated in MuJoCo (cartpole balance by default): each step apply "
+        "continuous actions, one value per actuator (most tasks take values in [-1, 1]), to earn a reward "
+        "between 0 and 1 for the task's goal.",
+    ),
+    BuiltinView(
+        ("openenv/REPL",),
+        "A Python REPL: run code step by step to solve the task (the context, if any, is in a variable). "
+        "Finish with print('FINAL(answer)'), print('FINAL_VAR(name)'), or is_final with a final_answer.",
+    ),
+    BuiltinView(
+        ("openenv/DIPGSafety",),
+        "A medical-safety question: read the context and the question, and answer in channels: your analysis "
+        "in <|channel|>analysis<|message|>...<|end|>, a quote of the context that supports it in "
+        "<|channel|>proof<|message|>...<|end|>, and the answer in <|channel|>final<|message|>...<|end|>. "
+        "Say you cannot answer when the context does not tell.",
+    ),
+    BuiltinView(
+        ("openenv/Carla",),
+        "Drive a car in a CARLA scenario described in text: each step pick an action type (observe, control "
+        "with throttle, steer and brake, emergency_stop, brake_vehicle, maintain_speed, lane_change, and "
+        "navigation ones) with its parameters. The scenario says what is at stake.",
+    ),
+    BuiltinView(
+        ("openenv/KernRL",),
+        "Write a CUDA or Triton kernel that computes what the PyTorch reference implementation computes, "
+        "faster. Each submission is compiled, checked against the reference and timed; the feedback says how "
+        "it went. A few turns per problem.",
+    ),
+    BuiltinView(
+        ("openenv/SumoRL",),
+        "Control a traffic light in the SUMO simulator: every few seconds pick the next green phase. The "
+        "observation is the current phase (one-hot), whether the minimum green time has passed, and each "
+        "incoming lane's density and queue (0 to 1). Less waiting time is rewarded.",
+    ),
+    BuiltinView(
+        ("openenv/BrowserGym",),
+        "Complete a web task in a browser: read the goal and the page's accessibility tree, and act with "
+        "BrowserGym actions such as click('12'), fill('5', 'text'), select_option('7', 'Blue'), "
+        "scroll(0, 200) or send_msg_to_user('...'), using the element ids of the tree.",
+    ),
+    BuiltinView(
+        ("openenv/FinRL",),
+        "Trade stocks: the state is the cash balance, each stock's price and holding, and technical "
+        "indicators; each step give one value in [-1, 1] per stock (positive buys, negative sells, its size "
+        "the trade's). The portfolio's value change is the reward.",
+    ),
+    BuiltinView(
+        ("openenv/Git",),
+        "Work with git on a Gitea server: list_repos lists the repositories, clone_repo clones one into the "
+        "workspace, execute_git_command runs a git command in a cloned repository.",
+    ),
+    BuiltinView(
+        ("openenv/Julia",),
+        "Write Julia code (core_code) and tests for it (test_code, with Test's @test); the server runs both "
+        "and reports stdout, stderr, the exit code and how many tests passed and failed.",
+    ),
+    BuiltinView(
+        ("openenv/TBench2",),
+        "Solve a Terminal-Bench 2 task in its terminal: run shell commands (exec; write, view, wait and kill "
+        "for a running session), write files, and evaluate when done to run the task's tests.",
+    ),
+    BuiltinView(
+        ("openenv/WebSearch",),
+        "Search the web: send a query; the results' titles, contents and URLs come back.",
+    ),
+    BuiltinView(
+        ("openenv/Chat",),
+        "A chat held as token ids: send the token ids of your next message; the conversation so far comes back "
+        "as messages and as the tokens of the whole conversation.",
+    ),
+    BuiltinView(
+        ("openenv/CodingTools",),
+        "Solve a coding task in a sandbox with a coding agent's tools: bash, read, write, edit, multi_edit, "
+        "glob, grep, ls, todo_write; call submit_solution when done to run the task's checks.",
+    ),
+    BuiltinView(
+        ("openenv/Jupyter",),
+        "Work in a Jupyter notebook in a sandbox: add and run code cells, edit and rerun the current one, run "
+        "shell commands, read the notebook's state; give final_answer when done.",
+    ),
+    BuiltinView(
+        ("openenv/Terminus",),
+        "Solve a task in a sandboxed terminal with one tool, terminal: pass command to run a shell command, or "
+        "final_answer to submit your answer.",
+    ),
+    BuiltinView(
+        ("openenv/FinQA",),
+        "Answer a financial question about a company from its SEC 10-K tables: get_descriptions lists its "
+        "tables, get_table_info describes one, sql_query queries one; submit_answer gives the answer.",
+    ),
 )
 
 _BY_KEY = {key: entry for entry in BUILTIN_VIEWS for key in entry.keys}

@@ -57,6 +57,11 @@ def _cycle(key: str, values: list[Any]) -> Choose:
     return lambda i, obs: {key: values[i % len(values)]}
 
 
+def _steps(actions: list[dict]) -> Choose:
+    """The whole actions in turn (for envs whose action has several fields)."""
+    return lambda i, obs: actions[i % len(actions)]
+
+
 #: The scripted action of step ``i`` after observation ``obs``, by env.
 SCRIPTS: dict[str, Choose] = {
     "connect4": _legal("legal_actions", "column"),
@@ -70,6 +75,28 @@ SCRIPTS: dict[str, Choose] = {
     "coding": _cycle("code", ["print(1 + 1)", "x = 21", "print(x * 2)", "raise ValueError('boom')",
                               "import os\nprint(len(os.listdir('.')) >= 0)", "while False: pass"]),
     "echo": _cycle("tool_name", ["echo_message"]),
+    # Water and firebreaks on and beside the two fires of the seeded start, a wait, an action
+    # upstream does not know, and a cell off the 16x16 grid (both penalised, not refused).
+    "wildfire": _steps([{"action": "water", "x": 10, "y": 6}, {"action": "break", "x": 11, "y": 6},
+                        {"action": "wait"}, {"action": "break", "x": 12, "y": 10},
+                        {"action": "water", "x": 12, "y": 9}, {"action": "burn"},
+                        {"action": "water", "x": 99, "y": 99}]),
+    "reasoning_gym": _cycle("answer", ["100", "", "I count 42 legs"]),
+    "dm_control": _cycle("values", [[0.5], [-1.0], [0.0], [2.0], [-0.25]]),
+    "snake": _cycle("action", [0, 1, 0, 2, 0, 0, 1, 1, 2, 0]),
+    "repl": _steps([{"code": "x = 21"}, {"code": "print(x * 2)"}, {"code": "import math\nprint(math.sqrt(16))"},
+                    {"code": "raise ValueError('boom')"}, {"code": "print('FINAL(42)')"},
+                    {"code": "", "is_final": True, "final_answer": "42"}]),
+    "dipg_safety": _cycle("llm_response", [
+        "<|channel|>analysis<|message|>Fever, cough, opacity.<|end|>"
+        "<|channel|>final<|message|>Pneumonia<|end|>", "I do not know"]),
+    "carla": _steps([{"action_type": "observe"}, {"action_type": "control", "throttle": 0.5, "steer": 0.1},
+                     {"action_type": "brake_vehicle", "brake_intensity": 0.5},
+                     {"action_type": "lane_change", "lane_direction": "left"},
+                     {"action_type": "maintain_speed", "target_speed_kmh": 30.0},
+                     {"action_type": "emergency_stop"}]),
+    "kernrl": _cycle("code", ["import torch\n\nclass ModelNew(torch.nn.Module):\n    def forward(self, *args):\n"
+                              "        return args[0]\n", "not python at all ("]),
 }
 
 ECHO_STEPS = [
@@ -115,7 +142,9 @@ PROBES: list[tuple[str, list[Any]]] = [
 ]
 
 OUT_OF_RANGE = {"connect4": {"column": 7}, "maze": {"action": 9}, "openspiel": {"action_id": 99},
-                "atari": {"action_id": 99}, "chess": {"move": "e2e5"}, "grid_world": {"action": "JUMP"}}
+                "atari": {"action_id": 99}, "chess": {"move": "e2e5"}, "grid_world": {"action": "JUMP"},
+                "wildfire": {"action": "water", "x": -1, "y": 0}, "dm_control": {"values": [0.1, 0.2, 0.3]},
+                "snake": {"action": 7}, "carla": {"action_type": "fly"}}
 
 
 class Session:
@@ -155,9 +184,13 @@ def _http(url: str, path: str, body: dict | None = None) -> Any:
                                      headers={"content-type": "application/json"})
     try:
         with urllib.request.urlopen(request, timeout=60) as response:
-            return {"status": response.status, "body": json.loads(response.read())}
+            status, text = response.status, response.read()
     except urllib.error.HTTPError as error:
-        return {"status": error.code, "body": json.loads(error.read() or b"null")}
+        status, text = error.code, error.read()
+    try:
+        return {"status": status, "body": json.loads(text or b"null")}
+    except ValueError:  # an error page that is not JSON (a server's 500): kept as text
+        return {"status": status, "body": text.decode("utf-8", "replace")}
 
 
 def record(env: UpstreamEnv, url: str) -> dict:

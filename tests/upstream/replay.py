@@ -23,6 +23,11 @@ CAPTURES = Path(__file__).resolve().parent / "captures"
 #: The upstream envs with a capture here, by their short name.
 CAPTURED = tuple(sorted(p.name.removesuffix(".json.gz") for p in CAPTURES.glob("*.json.gz")))
 RESERVED = ("done", "reward", "metadata")
+#: The captures no recorded step of which the inferred view sends exactly: the views of REPL and
+#: CARLA send every field (none is required) where the script sent one or two; echo's steps are
+#: list_tools / call_tool messages with a ``type``; every step dipg_safety's server answered is
+#: an error (its step() returns a client StepResult, which openenv 0.10 cannot serialize).
+UNSENDABLE = ("echo", "repl", "carla", "dipg_safety")
 
 
 @cache
