@@ -116,6 +116,9 @@ CATALOG: tuple[CatalogEntry, ...] = (
         "Atari 2600 games through the Arcade Learning Environment (ROMs bundled); game= picks one",
         server="openenv_gym.catalog.atari_env:AtariEnvironment",
         requires=("ale_py",), extra="atari",
+        # The screen's shape is constant (screen_shape shapes it: an image Box); the frame counters
+        # count across episodes (no two resets alike): bookkeeping, in info.
+        observation_fields={"screen_shape": None, "frame_number": None, "episode_frame_number": None},
         settings={
             "game": Setting("game", "ATARI_GAME"),
             "obs_type": Setting("obs_type", "ATARI_OBS_TYPE"),

@@ -41,6 +41,10 @@ ARRAY_DTYPES = frozenset(
 )
 
 
+#: The types JSON carries as they are.
+_PLAIN = frozenset({int, float, str, bool, type(None)})
+
+
 def jsonable(value: Any) -> Any:
     """Convert numpy scalars and arrays (and tuples) inside ``value`` to JSON types.
 
@@ -54,10 +58,13 @@ def jsonable(value: Any) -> Any:
     if isinstance(value, dict):
         return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
+        # A flat list of plain values (an Atari screen's 100,800 ints) is copied as it is.
+        if all(type(v) in _PLAIN for v in value):
+            return list(value)
         return [jsonable(v) for v in value]
     if isinstance(value, np.ndarray):
-        if value.dtype.kind in "biufc" or value.dtype.kind == "U":
-            return jsonable(value.tolist())
+        if value.dtype.kind in "biuf" or value.dtype.kind == "U":
+            return value.tolist()  # Python scalars, nested lists: JSON already
         return [jsonable(v) for v in value.tolist()]
     if isinstance(value, np.generic):
         return jsonable(value.item())
