@@ -34,6 +34,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from .errors import OpenEnvGymError
 from .protocol import Limits
 
 __all__ = ["main"]
@@ -55,6 +56,16 @@ def _parser() -> argparse.ArgumentParser:
         help="list the openenv/... catalog ids",
         description="Every catalog id, its upstream OpenEnv env, and where its server comes from.",
     )
+    describe = commands.add_parser(
+        "describe",
+        help="the spaces a client sees at a URL, and for a stock server the rule that chose each field's",
+        description="Read URL's /schema (and, for a stock OpenEnv server whose schema leaves shapes or action "
+        "counts open, its first observation from POST /reset) and print the Gymnasium spaces RemoteEnv gives, "
+        "with the rule that chose each field's space (docs/upstream.md lists the rules).",
+    )
+    describe.add_argument("url", metavar="URL", help="an OpenEnv server")
+    describe.add_argument("--id", metavar="ID", default=None,
+                          help="see it through a catalog id's exact view (openenv/Maze-v0, ...: openenv-gym list)")
     _add_kit(commands)
     _add_check(commands)
     return parser
@@ -255,6 +266,31 @@ def _list_envs() -> int:
     return 0
 
 
+def _describe(url: str, catalog_id: str | None) -> int:
+    from .client.connection import http_url
+    from .client.contract import FieldsContract, read_contract
+    from .client.options import ConnectOptions
+
+    view: dict[str, Any] = {}
+    try:
+        if catalog_id is not None:
+            from .catalog import get
+
+            view = get(catalog_id).view()
+        _, contract = read_contract(http_url(url), ConnectOptions.merge(None), **view)
+    except (OpenEnvGymError, ValueError) as exc:
+        print(f"openenv-gym: cannot describe {url}: {exc}", file=sys.stderr)
+        return 1
+    print(f"observation space: {contract.observation_space}")
+    print(f"action space:      {contract.action_space}")
+    if isinstance(contract, FieldsContract):
+        print(f"a stock OpenEnv server{f', through {catalog_id} view' if catalog_id else ''}; the rule of each field:")
+        print(contract.view.describe())
+    else:
+        print("an openenv-gym server: its exact spaces")
+    return 0
+
+
 def _serve_options(args: argparse.Namespace) -> dict[str, Any]:
     """The keyword arguments of :func:`~openenv_gym.serve` that ``args`` set."""
     options: dict[str, Any] = {
@@ -361,8 +397,6 @@ def _serve_package(args: argparse.Namespace, parser: argparse.ArgumentParser, lo
 
 def _why_not_served(env: str, exc: BaseException) -> str:
     """One line saying why ``env`` could not be served, and what to do."""
-    from .errors import OpenEnvGymError
-
     hints = ["--debug shows the traceback"]
     if isinstance(exc, OSError) and isinstance(exc, OpenEnvGymError):  # the port: it says it all
         return f"{exc} ({hints[0]})"
@@ -382,6 +416,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "list":
         return _list_envs()
+    if args.command == "describe":
+        return _describe(args.url, args.id)
     if args.command == "kit":
         return _kit(args)
     if args.command == "check":

@@ -56,6 +56,39 @@ def package_source(dest: Path) -> Path:
     return dest
 
 
+def child_processes() -> set[int]:
+    """Live (not zombie) child processes of this test process, read from /proc."""
+    found = set()
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                state, ppid = stat.read().rsplit(")", 1)[1].split()[:2]
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        if int(ppid) == os.getpid() and state != "Z":
+            found.add(int(entry))
+    return found
+
+
+def process_gone(pid: int) -> bool:
+    """``True`` once ``pid`` has exited (a zombie waiting for its reaper counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+
+
+def wait_until(condition, timeout: float = 10.0) -> bool:
+    """Whether ``condition()`` holds within ``timeout`` seconds (polled every 50 ms)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return condition()
+
+
 def serve_args(port: int, *extra: str, env: str = "CartPole-v1") -> list[str]:
     """The command line serving ``env`` with ``openenv-gym serve`` on ``port``."""
     return [sys.executable, "-m", "openenv_gym.cli", "serve", env, "--port", str(port), *extra]

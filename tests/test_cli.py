@@ -162,3 +162,21 @@ def test_a_text_frame_that_is_not_utf8_is_one_warning_line():
 def test_list_shows_the_catalog():
     proc = run_cli("list")
     assert proc.returncode == 0 and "openenv/Chess-v0" in proc.stdout
+
+
+def test_describe_says_which_rule_chose_each_field(capsys):
+    from openenv_gym.cli import main
+    from tests.conftest import asgi_server
+    from tests.upstream.replay import replay_app
+
+    with asgi_server(replay_app("maze")) as url:
+        assert main(["describe", url]) == 0
+        out = capsys.readouterr().out
+        assert "action space:      Discrete(4)" in out
+        assert "the largest legal action of the first observation (3) + 1" in out
+        assert main(["describe", url, "--id", "openenv/Maze-v0"]) == 0
+        out = capsys.readouterr().out
+        assert "Box(0, 7, (2,), int64): the JSON Schema action_fields gives" not in out
+        assert "observation.current_position" in out and "observation_fields gives" in out
+    assert main(["describe", "http://127.0.0.1:9"]) == 1
+    assert "cannot describe http://127.0.0.1:9" in capsys.readouterr().err

@@ -13,29 +13,22 @@ exactly, and sessions that do not disturb each other.
 
 from __future__ import annotations
 
-import contextlib
-import gzip
-import json
 import re
 import subprocess
 import sys
-import urllib.request
 from collections.abc import Callable, Iterator
-from pathlib import Path
-from typing import Any
 
 import pytest
 
 import openenv_gym
 from openenv_gym.errors import ProtocolError
-from tests.conftest import asgi_server, subprocess_env
+from tests.catalog import builtin
+from tests.conftest import subprocess_env
 
 pytest.importorskip("ale_py")
-from websockets.sync.client import ClientConnection, connect  # noqa: E402
 
 from openenv_gym.catalog.atari_env import AtariEnvironment  # noqa: E402
 
-CAPTURE = Path(__file__).parent.parent / "upstream" / "captures" / "atari.json.gz"
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 PONG_ACTIONS = ["Action.NOOP", "Action.FIRE", "Action.RIGHT", "Action.LEFT", "Action.RIGHTFIRE", "Action.LEFTFIRE"]
 URL = "https://errors.pydantic.dev/2.14/v/"
@@ -43,72 +36,19 @@ URL = "https://errors.pydantic.dev/2.14/v/"
 
 @pytest.fixture(scope="module")
 def capture() -> dict:
-    if not CAPTURE.exists():
-        pytest.skip(f"no capture of upstream's atari_env at {CAPTURE}: record one with "
-                    "python tests/upstream/record.py --envs <OpenEnv>/envs --only atari")
-    with gzip.open(CAPTURE) as data:
-        recorded = json.load(data)
-    assert recorded["server_env"].get("ATARI_GAME", "pong") == "pong", "the replay expects pong"
-    return recorded
+    return builtin.capture("atari", "ATARI_GAME", "pong")
 
 
 @pytest.fixture(scope="module")
 def serve() -> Iterator[Callable[..., str]]:
-    """``serve(**env_kwargs)``: the URL of a server of AtariEnvironment(**env_kwargs),
-    one per configuration for the module, all stopped at its end."""
-    with contextlib.ExitStack() as stack:
-        urls: dict[str, str] = {}
-
-        def url(**env_kwargs: Any) -> str:
-            key = json.dumps(env_kwargs, sort_keys=True)
-            if key not in urls:
-                app = openenv_gym.create_app(AtariEnvironment, env_kwargs=env_kwargs)
-                urls[key] = stack.enter_context(asgi_server(app))
-            return urls[key]
-
-        yield url
+    """``serve(**env_kwargs)``: the URL of a server of AtariEnvironment(**env_kwargs)."""
+    yield from builtin.serving(AtariEnvironment)
 
 
-class Session:
-    """One raw ``/ws`` session: frames in, decoded replies out."""
-
-    def __init__(self, ws: ClientConnection) -> None:
-        self.ws = ws
-
-    def send(self, frame: Any) -> dict:
-        self.ws.send(frame if isinstance(frame, str) else json.dumps(frame))
-        return json.loads(self.ws.recv(timeout=30))
-
-    def reset(self, **data: Any) -> dict:
-        return self.send({"type": "reset", "data": data})
-
-    def step(self, action_id: Any, **fields: Any) -> dict:
-        return self.send({"type": "step", "data": {"action_id": action_id, **fields}})
-
-    def state(self) -> dict:
-        return self.send({"type": "state"})["data"]
-
-
-@contextlib.contextmanager
-def session(url: str) -> Iterator[Session]:
-    with connect(url.replace("http", "ws", 1) + "/ws", max_size=None) as ws:
-        yield Session(ws)
-
-
-def http_json(url: str, body: dict | None = None) -> Any:
-    data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=30) as response:
-        return json.load(response)
-
-
-def shape(value: Any) -> Any:
-    """The JSON types of a frame, keys and all: what a client can rely on besides values."""
-    if isinstance(value, dict):
-        return {key: shape(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return ["list", *sorted({json.dumps(shape(item)) for item in value})]
-    return type(value).__name__
+Session = builtin.RawSession
+session = builtin.raw_session
+http_json = builtin.http_json
+shape = builtin.shape
 
 
 def without_episode_id(reply: dict) -> dict:

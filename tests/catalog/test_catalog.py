@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import gymnasium as gym
@@ -19,6 +18,7 @@ import openenv_gym
 from openenv_gym import catalog
 from openenv_gym.errors import OpenEnvGymError, ValidationError
 from openenv_gym.protocol import Reset, Step
+from tests.conftest import child_processes, process_gone, wait_until
 
 pytest.importorskip("chess")
 
@@ -41,37 +41,10 @@ def listening_ports() -> set[int]:
     return ports
 
 
-def child_processes() -> set[int]:
-    """Live (not zombie) child processes of this test process, read from /proc."""
-    children = set()
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as stat:
-                    state, ppid = stat.read().rsplit(")", 1)[1].split()[:2]
-            except (FileNotFoundError, ProcessLookupError):
-                continue
-            if int(ppid) == os.getpid() and state != "Z":
-                children.add(int(entry))
-    return children
 
 
-def process_gone(pid: int) -> bool:
-    """``True`` once ``pid`` has exited (a zombie waiting for its reaper counts as gone)."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except FileNotFoundError:
-        return True
 
 
-def wait_until(condition, timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return condition()
 
 
 def play_random_game(env: gym.Env, seed: int, max_steps: int = 600) -> list[tuple]:

@@ -11,7 +11,8 @@ import pytest
 from openenv_gym import catalog
 from openenv_gym.catalog import CatalogEntry, Setting
 from openenv_gym.errors import OpenEnvGymError
-from tests.server.test_package_server import process_gone, write_package
+from tests.conftest import process_gone
+from tests.server.test_package_server import write_package
 
 pytest.importorskip("openenv")
 

@@ -13,31 +13,26 @@ supported, played to its end.
 
 from __future__ import annotations
 
-import contextlib
-import gzip
 import json
 import random
 import subprocess
 import sys
-import urllib.request
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 import openenv_gym
-from tests.conftest import ROOT, asgi_server, subprocess_env
+from tests.catalog import builtin
+from tests.conftest import ROOT, subprocess_env
 
 pytest.importorskip("pyspiel")
-from websockets.sync.client import ClientConnection, connect  # noqa: E402
 
 from openenv_gym.catalog.openspiel_env import (  # noqa: E402
     SUPPORTED_GAMES,
     OpenSpielEnvironment,
 )
 
-CAPTURE = Path(__file__).parent.parent / "upstream" / "captures" / "openspiel.json.gz"
 #: OpenSpiel's player id once the game is over (``pyspiel.PlayerId.TERMINAL``).
 TERMINAL = -4
 #: Steps within which every supported game ends under random play (2048 takes the most).
@@ -46,72 +41,19 @@ MAX_STEPS = 5000
 
 @pytest.fixture(scope="module")
 def capture() -> dict:
-    if not CAPTURE.exists():
-        pytest.skip(f"no capture of upstream's openspiel_env at {CAPTURE}: record one with "
-                    "python tests/upstream/record.py --envs <OpenEnv>/envs --only openspiel")
-    with gzip.open(CAPTURE) as data:
-        recorded = json.load(data)
-    assert recorded["server_env"].get("OPENSPIEL_GAME", "catch") == "catch", "the replay expects catch"
-    return recorded
+    return builtin.capture("openspiel", "OPENSPIEL_GAME", "catch")
 
 
 @pytest.fixture(scope="module")
 def serve() -> Iterator[Callable[..., str]]:
-    """``serve(**env_kwargs)``: the URL of a server of OpenSpielEnvironment(**env_kwargs),
-    one per configuration for the module, all stopped at its end."""
-    with contextlib.ExitStack() as stack:
-        urls: dict[str, str] = {}
-
-        def url(**env_kwargs: Any) -> str:
-            key = json.dumps(env_kwargs, sort_keys=True)
-            if key not in urls:
-                app = openenv_gym.create_app(OpenSpielEnvironment, env_kwargs=env_kwargs)
-                urls[key] = stack.enter_context(asgi_server(app))
-            return urls[key]
-
-        yield url
+    """``serve(**env_kwargs)``: the URL of a server of OpenSpielEnvironment(**env_kwargs)."""
+    yield from builtin.serving(OpenSpielEnvironment)
 
 
-class Session:
-    """One raw ``/ws`` session: frames in, decoded replies out."""
-
-    def __init__(self, ws: ClientConnection) -> None:
-        self.ws = ws
-
-    def send(self, frame: Any) -> dict:
-        self.ws.send(frame if isinstance(frame, str) else json.dumps(frame))
-        return json.loads(self.ws.recv(timeout=30))
-
-    def reset(self, **data: Any) -> dict:
-        return self.send({"type": "reset", "data": data})
-
-    def step(self, action_id: int, **fields: Any) -> dict:
-        return self.send({"type": "step", "data": {"action_id": action_id, **fields}})
-
-    def state(self) -> dict:
-        return self.send({"type": "state"})["data"]
-
-
-@contextlib.contextmanager
-def session(url: str) -> Iterator[Session]:
-    with connect(url.replace("http", "ws", 1) + "/ws") as ws:
-        yield Session(ws)
-
-
-def http_json(url: str, body: dict | None = None) -> Any:
-    data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=30) as response:
-        return json.load(response)
-
-
-def shape(value: Any) -> Any:
-    """The JSON types of a frame, keys and all: what a client can rely on besides values."""
-    if isinstance(value, dict):
-        return {key: shape(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return ["list", *sorted({json.dumps(shape(item)) for item in value})]
-    return type(value).__name__
+Session = builtin.RawSession
+session = builtin.raw_session
+http_json = builtin.http_json
+shape = builtin.shape
 
 
 def catch_seed(column: int) -> int:

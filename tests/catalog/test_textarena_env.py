@@ -7,14 +7,10 @@ The reference is a capture of upstream's own server playing GuessTheNumber-v0
 from __future__ import annotations
 
 import contextlib
-import gzip
-import json
 import random
 import re
 import socket
-import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,9 +20,9 @@ pytest.importorskip("textarena")
 import openenv_gym  # noqa: E402
 from openenv_gym import create_app  # noqa: E402
 from openenv_gym.catalog.textarena_env import TextArenaEnvironment, _WordleSignals  # noqa: E402
+from tests.catalog import builtin  # noqa: E402
 from tests.conftest import asgi_server  # noqa: E402
 
-CAPTURE = Path(__file__).parent.parent / "upstream" / "captures" / "textarena.json.gz"
 #: What the captured server played (its TEXTARENA_ENV_ID), and that game's range of numbers.
 GAME: dict[str, Any] = {"env_id": "GuessTheNumber-v0"}
 NUMBERS = range(1, 21)
@@ -40,46 +36,10 @@ def url() -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def capture() -> dict:
-    if not CAPTURE.exists():
-        pytest.skip(f"no capture of upstream's textarena_env at {CAPTURE}: record it with "
-                    f"`python tests/upstream/record.py --envs <OpenEnv>/envs --only textarena`")
-    with gzip.open(CAPTURE, "rt", encoding="utf-8") as lines:
-        return json.load(lines)
+    return builtin.capture("textarena", "TEXTARENA_ENV_ID", "GuessTheNumber-v0")
 
 
-class Socket:
-    """A raw /ws session: one frame out, one reply back."""
-
-    def __init__(self, ws: Any) -> None:
-        self.ws = ws
-
-    def send(self, frame: Any) -> dict:
-        self.ws.send(frame if isinstance(frame, str) else json.dumps(frame))
-        return json.loads(self.ws.recv(timeout=30))
-
-
-@contextlib.contextmanager
-def session(url: str) -> Iterator[Socket]:
-    from websockets.sync.client import connect
-
-    with connect(url.replace("http", "ws", 1) + "/ws") as ws:
-        yield Socket(ws)
-
-
-def http(url: str, path: str, body: dict | None = None) -> Any:
-    data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(url + path, data=data, headers={"content-type": "application/json"})
-    with urllib.request.urlopen(request, timeout=30) as response:
-        return json.load(response)
-
-
-def shape(value: Any) -> Any:
-    """The keys and JSON types of ``value`` (a list: the distinct shapes of its items)."""
-    if isinstance(value, dict):
-        return {key: shape(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return sorted({json.dumps(shape(item), sort_keys=True) for item in value})
-    return type(value).__name__
+session = builtin.raw_session
 
 
 def episode_targets(exchanges: list[dict]) -> list[set[int]]:
@@ -124,11 +84,11 @@ def without_episode_id(frame: dict) -> dict:
 
 
 def test_schema_health_and_metadata_are_upstreams(url, capture):
-    assert http(url, "/schema") == capture["schema"] == TextArenaEnvironment.schema_document()
-    assert http(url, "/health")["status"] == capture["health"]["status"]  # ours adds session counts
-    assert http(url, "/metadata").keys() == capture["metadata"].keys()
-    reset = http(url, "/reset", {"seed": 0})
-    assert shape(reset) == shape(capture["http"]["reset"]["body"])
+    assert builtin.http_json(url + "/schema") == capture["schema"] == TextArenaEnvironment.schema_document()
+    assert builtin.http_json(url + "/health")["status"] == capture["health"]["status"]  # ours adds session counts
+    assert builtin.http_json(url + "/metadata").keys() == capture["metadata"].keys()
+    reset = builtin.http_json(url + "/reset", {"seed": 0})
+    assert builtin.shape(reset) == builtin.shape(capture["http"]["reset"]["body"])
     assert reset["observation"]["prompt"] == capture["http"]["reset"]["body"]["observation"]["prompt"]
 
 
@@ -143,7 +103,7 @@ def test_scripted_episode_replays_frame_for_frame(url, capture):
             if sent["type"] == "reset":
                 sent = {**sent, "data": {**sent["data"], "seed": next(seeds)}}
             ours = ws.send(sent)
-            assert shape(ours) == shape(theirs), sent
+            assert builtin.shape(ours) == builtin.shape(theirs), sent
             assert without_episode_id(ours) == without_episode_id(theirs), sent
 
 
@@ -161,7 +121,7 @@ def test_error_probes_answer_as_upstream(url, capture):
                     expected = [{k: v for k, v in e.items() if k != "url"} for e in theirs["data"].get("errors", [])]
                     assert ours["data"].get("errors", []) == expected, probe["name"]
                 else:  # a step before any reset plays the constructor's (unseeded) game, as upstream
-                    assert shape(ours) == shape(theirs), probe["name"]
+                    assert builtin.shape(ours) == builtin.shape(theirs), probe["name"]
 
 
 # -- better than upstream: seeds, sessions ------------------------------------------------

@@ -19,7 +19,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -30,7 +29,7 @@ import pytest
 
 import openenv_gym
 from openenv_gym.errors import EmbeddedServerError
-from tests.conftest import free_port, subprocess_env, wait_healthy
+from tests.conftest import child_processes, free_port, process_gone, subprocess_env, wait_healthy, wait_until
 
 pytest.importorskip("openenv")
 
@@ -144,36 +143,10 @@ def server_pid(url: str) -> int:
     return get_json(f"{url}/pid")["pid"]
 
 
-def process_gone(pid: int) -> bool:
-    """``True`` once ``pid`` has exited (a zombie waiting for its reaper counts as gone)."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except (FileNotFoundError, ProcessLookupError):
-        return True
 
 
-def wait_until(condition: Callable[[], bool], timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return condition()
 
 
-def children() -> set[int]:
-    """Live (not zombie) child processes of this test process."""
-    found = set()
-    for entry in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{entry}/stat") as stat:
-                state, ppid = stat.read().rsplit(")", 1)[1].split()[:2]
-        except (FileNotFoundError, ProcessLookupError):
-            continue
-        if int(ppid) == os.getpid() and state != "Z":
-            found.add(int(entry))
-    return found
 
 
 def refused(url: str) -> bool:
@@ -253,7 +226,7 @@ def test_the_package_serves_its_own_app_to_both_clients(tmp_path, style):
 
 def test_an_app_that_cannot_import_says_which_module_and_what_to_do(tmp_path):
     package = write_package(tmp_path, app="import counter_engine_not_installed\n")
-    before = children()
+    before = child_processes()
     with pytest.raises(EmbeddedServerError) as failure:
         with openenv_gym.local_server(package):
             pytest.fail("the server started")
@@ -262,7 +235,7 @@ def test_an_app_that_cannot_import_says_which_module_and_what_to_do(tmp_path):
     assert "ModuleNotFoundError: No module named 'counter_engine_not_installed'" in message
     assert f"must be importable by the interpreter that runs it, {sys.executable}" in message
     assert "pass python=" in message
-    assert children() <= before  # no server left behind
+    assert child_processes() <= before  # no server left behind
 
 
 def test_the_server_stops_when_the_block_ends_and_when_it_raises(tmp_path):
