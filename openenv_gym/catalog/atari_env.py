@@ -7,7 +7,7 @@ accepted and ignored, as upstream does: the server's configuration decides.
 The observation's ``screen`` is the frame flattened (``rgb``: 210 x 160 x 3,
 ``grayscale``: 210 x 160, ``ram``: the 128 bytes of RAM) with its shape in
 ``screen_shape``; ``lives``, ``episode_frame_number`` and ``frame_number``
-(frames since the env was made) are the ALE's counters. Every observation's
+(frames since the env was made, or last reset with a seed) are the ALE's counters. Every observation's
 ``metadata`` holds ``game_name`` and ``action_meanings`` (the ALE names of
 the action set, ``"Action.NOOP"``, ...). A step plays the action for
 ``frameskip`` frames (fewer when the game ends) and its reward is their sum;
@@ -25,9 +25,9 @@ an ``EXECUTION_ERROR`` naming the valid range; bad field values are
     4
 
 Differences from upstream, on purpose, none of them in the wire's shape:
-``reset(seed=...)`` seeds the ALE's random draws (sticky actions) so that a
-seeded episode replays exactly (upstream ignores the seed; without one, as
-Gymnasium, the stream goes on), ``reset(episode_id=...)`` is the state's
+``reset(seed=...)`` seeds the ALE's random draws (sticky actions) and starts a
+fresh ALE (its ``frame_number`` from 0) so that a seeded episode replays exactly
+(upstream ignores the seed; without one, as Gymnasium, the stream goes on), ``reset(episode_id=...)`` is the state's
 ``episode_id`` (upstream ignores it too), every session has an env of its own
 (upstream's server holds one session), and the game is checked when the env
 is made, with the names of the games close to a misspelt one.
@@ -169,9 +169,6 @@ class AtariEnvironment(FieldsEnv):
         self.frameskip = frameskip
         self._rom = _rom_path(game)
         self.ale = ALEInterface()
-        #: Frames played by the ALE's earlier loads (a seeded reset loads the game afresh),
-        #: so that ``frame_number`` counts from when the env was made, as upstream's does.
-        self._frames_before = 0
         self._load(np.random.SeedSequence())
         actions = self.ale.getLegalActionSet() if self.full_action_space else self.ale.getMinimalActionSet()
         self._actions: list[Action] = list(actions)
@@ -204,8 +201,7 @@ class AtariEnvironment(FieldsEnv):
 
     def reset(self, *, seed: int | None = None, episode_id: str | None = None) -> FieldsObservation:
         """A new game; with ``seed``, the ALE's random draws start afresh from it."""
-        if seed is not None:
-            self._frames_before += self.ale.getFrameNumber()
+        if seed is not None:  # a fresh ALE: frame_number too starts again, so the episode replays exactly
             self._load(np.random.SeedSequence(seed))
         self.ale.reset_game()
         self.episode_id = episode_id or str(uuid.uuid4())
@@ -255,7 +251,7 @@ class AtariEnvironment(FieldsEnv):
                 "legal_actions": list(range(len(self._actions))),
                 "lives": self.ale.lives(),
                 "episode_frame_number": self.ale.getEpisodeFrameNumber(),
-                "frame_number": self._frames_before + self.ale.getFrameNumber(),
+                "frame_number": self.ale.getFrameNumber(),
             },
             reward=reward,
             done=self.ale.game_over(),

@@ -365,3 +365,20 @@ def test_unseeded_reset_carries_on_the_seeded_stream(env_module, kwargs, action)
     first, second = games(), games()
     assert first == second
     assert len({repr(game) for game in first}) > 1  # the opponent did not restart its stream
+
+
+@pytest.mark.parametrize("name, kwargs", [
+    ("Atari", {}), ("OpenSpiel", {}), ("OpenSpiel", {"game": "tic_tac_toe"}), ("TextArena", {}),
+    ("Connect4", {}), ("GridWorld", {}), ("Echo", {}),
+])
+def test_check_env_passes_on_every_builtin_server(name, kwargs):
+    """Upstream's OpenSpiel and Atari servers ignore reset's seed, so Gymnasium's check_env fails
+    on them (docs/upstream.md); the built-in servers speaking their schemas seed every draw."""
+    pytest.importorskip({"Atari": "ale_py", "OpenSpiel": "pyspiel", "TextArena": "textarena"}.get(name, "gymnasium"))
+    from gymnasium.utils.env_checker import check_env
+
+    env = gym.make(f"openenv/{name}-v0", **kwargs)
+    try:
+        check_env(env.unwrapped, skip_render_check=True)
+    finally:
+        env.close()
