@@ -109,10 +109,10 @@ def play_chess() -> None:
         return
     env = gym.make("openenv/Chess-v0", codec="raw")  # starts the built-in server in a child process
     rng = np.random.default_rng(0)
-    obs, _ = env.reset(seed=0)
+    obs, info = env.reset(seed=0)
     moves, terminated, truncated, reward = 0, False, False, 0.0
-    while not (terminated or truncated) and moves < 1000:
-        obs, reward, terminated, truncated, _ = env.step({"move": str(rng.choice(list(obs["legal_moves"])))})
+    while not (terminated or truncated) and moves < 1000:  # the action is a UCI move; info lists the legal ones
+        obs, reward, terminated, truncated, info = env.step(str(rng.choice(info["legal_actions"])))
         moves += 1
     env.close()  # stops the embedded server too
     print(f"openenv/Chess-v0 (embedded server): {moves} moves as white, result {obs['result']}, reward {reward}")
