@@ -75,8 +75,10 @@ from ..server.multiagent import action_mask
 from ..spaces.stock import LEGAL_ACTIONS
 from . import KIT_FILES, mean_returns
 from .remote import (
+    URL_CHANCE_SEEDS,
     URL_EPISODE_S,
     URL_MAX_STEPS,
+    URL_RECORDING_S,
     URL_SEEDS,
     WEAKER_AT_A_URL,
     ServerFacts,
@@ -194,18 +196,23 @@ class Declared:
         )
 
     @classmethod
-    def recorded(cls, url: str, reward_range: tuple[float, float] | None = None) -> Declared:
+    def recorded(cls, url: str, reward_range: tuple[float, float] | None = None, *, chance: bool = False) -> Declared:
         """What a server at ``url`` lets us know without a kit: its canaries' trajectories,
-        played now on :data:`~.remote.URL_SEEDS` seeds and cut after
-        :data:`~.remote.URL_MAX_STEPS` steps (a kit's are measured in process, where steps are
-        cheap), or after :data:`~.remote.URL_EPISODE_S` seconds. Nothing is declared but
-        ``reward_range`` (a package's ``openenv.yaml`` may declare one): no oracle or
-        resources; the top and the margin are observed later (:meth:`Checker.learnability`)."""
+        played now on :data:`~.remote.URL_SEEDS` seeds (:data:`~.remote.URL_CHANCE_SEEDS` when
+        ``chance``: a server that ignores seeds, whose episodes are draws, and whose floor is a
+        mean that wants more of them, as far as :data:`~.remote.URL_RECORDING_S` seconds allow)
+        and cut after :data:`~.remote.URL_MAX_STEPS` steps (a kit's are measured in process,
+        where steps are cheap), or after :data:`~.remote.URL_EPISODE_S` seconds. Nothing is
+        declared but ``reward_range`` (a package's ``openenv.yaml`` may declare one): no oracle
+        or resources; the top and the margin are observed later (:meth:`Checker.learnability`)."""
         from .policies import canaries
 
         trajectories = []
+        deadline = time.monotonic() + URL_RECORDING_S
         with session(url) as env:
-            for seed in range(URL_SEEDS):
+            for seed in range(URL_CHANCE_SEEDS if chance else URL_SEEDS):
+                if seed >= URL_SEEDS and time.monotonic() > deadline:
+                    break
                 for name, policy in canaries(env.action_space, seed).items():
                     episode = play(env, policy, seed=seed, max_steps=URL_MAX_STEPS, max_seconds=URL_EPISODE_S)
                     trajectories.append({"name": name, "reset": {"seed": seed}, "return": episode.total,
@@ -605,7 +612,8 @@ class Checker:
             with self.session() as env:
                 env.reset(seed=seed)
                 plain.add(_step_digest(env.step(valid)))
-        expected = plain.pop() if len(plain) == 1 else None  # None: not deterministic, nothing to compare
+        # None: not deterministic (here, or a server that ignores seeds), nothing to compare.
+        expected = plain.pop() if len(plain) == 1 and not (self.facts and self.facts.seed_problem) else None
         problems: list[str] = []
         unsendable: list[str] = []
         for name, send in candidates:
@@ -1253,7 +1261,7 @@ def _url_results(url: str, say: Callable[[str], None], *, restart: Callable[[], 
     try:
         facts = read_facts(url)
         say(f"recording canaries at {url} ...")
-        kit = Declared.recorded(url, reward_range)
+        kit = Declared.recorded(url, reward_range, chance=facts.seed_problem is not None)
     except RemoteError as exc:
         evidence = [f"the server answered {exc.code.value}: {exc.message}"]
         return [Result(check_id, "error", evidence, {}, server_fault(exc.message)) for check_id in ALL_CHECKS]

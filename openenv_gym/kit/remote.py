@@ -32,11 +32,15 @@ from ..errors import CapacityReachedError, OpenEnvGymError
 from ..protocol import EXTENSION_KEY
 
 __all__ = ["ServerFacts", "read_facts", "open_env", "session", "outside_schema", "WEAKER_AT_A_URL",
-           "URL_SEEDS", "URL_MAX_STEPS", "URL_EPISODE_S"]
+           "URL_SEEDS", "URL_CHANCE_SEEDS", "URL_RECORDING_S", "URL_MAX_STEPS", "URL_EPISODE_S"]
 
 #: Seeds a server at a URL has its canaries recorded on, and the steps after which they are cut.
 URL_SEEDS = 3
 URL_MAX_STEPS = 100
+#: Seeds the canaries play at most on a server that ignores seeds (their mean is the floor), and
+#: the seconds their recording may take before it stops past the first URL_SEEDS.
+URL_CHANCE_SEEDS = 10
+URL_RECORDING_S = 120.0
 #: Seconds after which a canary's episode is cut at a URL (a slow server's: upstream chess moves
 #: its engine's reply in about half a second).
 URL_EPISODE_S = 10.0
