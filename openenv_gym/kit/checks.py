@@ -692,32 +692,47 @@ class Checker:
 
     def reset_abuse(self) -> Result:
         """Resetting right after a rewarded step, or after every step, must not earn more reward per
-        step than playing the reference episode through."""
+        step than playing the reference episode through. On a server whose episodes are chance (it
+        ignores seeds), playing on is measured the same way, and farming must clear three standard
+        errors of the difference: one recorded episode is one draw."""
         reference = self.reference()
         seed = reference["reset"]["seed"]
         budget = min(RESET_ABUSE_STEPS, max(1, len(reference["actions"])))
-        honest = float(reference["return"]) / max(1, len(reference["actions"]))
-        rates = {}
+        chance = self.facts is not None and self.facts.seed_problem is not None
+        strategies: list[tuple[str, Callable[[float], bool]]] = [
+            ("reset after each rewarded step", lambda r: r > 0), ("reset after every step", lambda r: True)]
+        if chance:
+            strategies.insert(0, ("play on", lambda r: False))
+        paid: dict[str, list[float]] = {}
         with self.session() as env:
             actions = [spaces.decode(env.action_space, a) for a in reference["actions"]]
-            for strategy, reset_after in (("reset after each rewarded step", lambda r: r > 0),
-                                          ("reset after every step", lambda r: True)):
-                total, t = 0.0, 0
+            for strategy, reset_after in strategies:
+                rewards = paid[strategy] = []
+                t = 0
                 env.reset(seed=seed)
                 for _ in range(budget):
                     _, reward, terminated, truncated, _ = env.step(actions[min(t, len(actions) - 1)])
-                    total, t = total + float(reward), t + 1
+                    rewards.append(float(reward))
+                    t += 1
                     self.rewards_seen.append((strategy, float(reward)))
                     if terminated or truncated or reset_after(float(reward)):
                         env.reset(seed=seed)
                         t = 0
-                rates[strategy] = total / budget
+        played = paid.pop("play on", None)
+        honest = statistics.fmean(played) if played else float(reference["return"]) / max(1, len(reference["actions"]))
+        rates = {k: statistics.fmean(v) for k, v in paid.items()}
         measured = {"reference": reference["name"], "reward_per_step": honest, "abuse": rates, "steps": budget}
+
+        def margin(rewards: list[float]) -> float:
+            if not played:
+                return 1e-9 * max(1.0, abs(honest))
+            return 3 * math.sqrt((statistics.pvariance(rewards) + statistics.pvariance(played)) / budget)
+
         # Farming is earning by resetting: more per step than playing on, and more than nothing (resetting
         # to dodge the penalties of a losing episode earns nothing).
-        farmed = {k: v for k, v in rates.items() if v > max(honest, 0.0) + 1e-9 * max(1.0, abs(honest))}
-        evidence = [f"the {reference['name']} episode earns {honest:g} per step; "
-                    + "; ".join(f"{k}: {v:g} per step" for k, v in rates.items())]
+        farmed = {k: v for k, v in rates.items() if v > max(honest, 0.0) + margin(paid[k])}
+        played_on = "playing on earns" if played else f"the {reference['name']} episode earns"
+        evidence = [f"{played_on} {honest:g} per step; " + "; ".join(f"{k}: {v:g} per step" for k, v in rates.items())]
         if not farmed:
             return Result("hacking.reset_abuse", "pass", evidence, measured)
         return Result("hacking.reset_abuse", "fail", evidence, measured,
