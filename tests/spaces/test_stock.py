@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import copy
 import json
-import time
 
 import gymnasium as gym
 import numpy as np
@@ -229,9 +228,7 @@ def test_free_form_json_samples_fit_their_schema():
 def test_inferred_text_is_shared_not_copied_and_samples_short_strings():
     text = infer_space({"type": "string"}).space
     assert isinstance(text, InferredText)
-    started = time.perf_counter()
-    copies = [copy.deepcopy(text) for _ in range(100)]
-    assert time.perf_counter() - started < 1.0  # a copied charset took ~0.12 s each
+    copies = [copy.deepcopy(text) for _ in range(3)]  # benchmarks/bench_upstream.py times them
     assert all(c._char_index is text._char_index for c in copies)
     copies[0].seed(1)
     assert all(len(copies[0].sample()) <= 32 for _ in range(20))
