@@ -57,17 +57,18 @@ from ..errors import (
 )
 from ..protocol import EXTENSION_KEY, WS_REPLIES
 from ..protocol import vector as wire
-from ..protocol.attributes import ATTRIBUTE_REPLIES
+from ..protocol.attributes import ATTRIBUTE_REPLIES, class_path
 from ..protocol.vector import AutoresetLike
 from .async_session import AsyncSession, BlockingSession
 from .connection import get_json, http_url
 from .contract import Contract, FieldOverrides, read_contract
 from .loop import InlineRunner, LoopThread
 from .options import ConnectOptions
+from .pickling import PicklesAsArguments, remembers_arguments
 from .remote_env import owned_arrays
 from .retry import Reconnect
 from .session import RemoteSession
-from .vector_units import Batch, Recovery, Session, SessionUnit, VectorUnit, check_batch, concat_batches
+from .vector_units import Batch, Recovery, Session, SessionUnit, VectorUnit, as_batch, concat_batches
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -171,7 +172,7 @@ class _Connector:
         return await self._open_at(self.url)
 
 
-class RemoteVectorEnv(VectorEnv):
+class RemoteVectorEnv(PicklesAsArguments, VectorEnv):
     """A Gymnasium vector env whose sub-envs run on OpenEnv servers.
 
     Args:
@@ -211,6 +212,7 @@ class RemoteVectorEnv(VectorEnv):
             envs asked of it; the message says what the server must allow.
     """
 
+    @remembers_arguments
     def __init__(
         self,
         base_url: str | Sequence[str] | Mapping[str, int],
@@ -443,7 +445,7 @@ class RemoteVectorEnv(VectorEnv):
         runner = self._live()
         self._drain("step")
         space = self.single_action_space
-        check_batch(space, actions, self.num_envs)
+        actions = as_batch(space, actions, self.num_envs)
 
         units = self._units
         if len(units) == 1:
@@ -464,23 +466,39 @@ class RemoteVectorEnv(VectorEnv):
     def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
         """Call a public method (or read a public attribute) of every sub-env
         (openenv-gym servers, both modes; the arguments and results are data)."""
-        return self._forward(wire.Call(name, list(args), kwargs))
+        return self._forward(lambda ids, local: wire.Call(name, list(args), kwargs, local))
 
-    def get_attr(self, name: str) -> tuple[Any, ...]:
-        """A public attribute of every sub-env (openenv-gym servers, both modes)."""
-        return self._forward(wire.GetAttr(name))
+    def call_at(self, indices: Sequence[int], name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+        """:meth:`call` on the sub-envs ``indices`` only, their results in that
+        order; the other envs are not touched (Stable-Baselines3's ``env_method``)."""
+        return self._forward(lambda ids, local: wire.Call(name, list(args), kwargs, local), indices)
 
-    def set_attr(self, name: str, values: list[Any] | tuple[Any, ...] | Any) -> None:
-        """Set a public attribute of every sub-env: one value for all, or one per env."""
+    def get_attr(self, name: str, *, indices: Sequence[int] | None = None) -> tuple[Any, ...]:
+        """A public attribute of every sub-env (``indices``: of those, in that
+        order), from openenv-gym servers, both modes."""
+        return self._forward(lambda ids, local: wire.GetAttr(name, local), indices)
+
+    def set_attr(
+        self, name: str, values: list[Any] | tuple[Any, ...] | Any, *, indices: Sequence[int] | None = None
+    ) -> None:
+        """Set a public attribute of every sub-env (``indices``: of those only):
+        one value for all, or a list or tuple of one per env (per index)."""
+        ids = list(range(self.num_envs)) if indices is None else self._indices(indices)
         if isinstance(values, (list, tuple)):
-            if len(values) != self.num_envs:
-                raise ValueError(f"values must have one entry per env ({self.num_envs}), not {len(values)}")
-            per_env = list(values)
+            if len(values) != len(ids):
+                raise ValueError(f"values must have one entry per env ({len(ids)}), not {len(values)}")
+            value_of = dict(zip(ids, values))
         else:
-            per_env = [values] * self.num_envs
-        self._live().gather([
-            unit.call(wire.SetAttr(name, [per_env[i] for i in unit.env_ids])) for unit in self._units
-        ])
+            value_of = dict.fromkeys(ids, values)
+        self._forward(lambda ids, local: wire.SetAttr(name, [value_of[i] for i in ids], indices=local), indices)
+
+    def is_wrapped(self, wrapper_class: type | str, *, indices: Sequence[int] | None = None) -> tuple[bool, ...]:
+        """Whether each sub-env (``indices``: each of those) is wrapped, on its
+        server, by a wrapper of ``wrapper_class`` or of a subclass (a class, or
+        its import path ``"package.module.Class"``; the server imports nothing,
+        it compares class names): Stable-Baselines3's ``env_is_wrapped``."""
+        path = wrapper_class if isinstance(wrapper_class, str) else class_path(wrapper_class)
+        return tuple(bool(x) for x in self._forward(lambda ids, local: wire.IsWrapped(path, local), indices))
 
     @property
     def np_random_seed(self) -> tuple[int, ...]:  # type: ignore[override]  # SyncVectorEnv: one per env
@@ -491,9 +509,37 @@ class RemoteVectorEnv(VectorEnv):
             return tuple(int(s) for s in self.get_attr("np_random_seed"))
         return tuple(self._env_seeds)
 
-    def _forward(self, message: Any) -> tuple[Any, ...]:
-        results = self._live().gather([unit.call(message) for unit in self._units])
-        return tuple(r for unit_results in results for r in unit_results)
+    def _forward(
+        self, message: Callable[[list[int], list[int] | None], Any], indices: Sequence[int] | None = None
+    ) -> tuple[Any, ...]:
+        """The per-env values of the attribute messages ``message(ids, local)``,
+        one to each unit holding envs of ``indices`` (``None``: every unit):
+        ``ids`` are its env ids among them, in their order, and ``local`` their
+        indices within its session (``None`` when that is all its envs, and
+        always for a one-env ``/ws`` unit). The values come in the order of ``indices``."""
+        ids = list(range(self.num_envs)) if indices is None else self._indices(indices)
+        asked: dict[int, list[int]] = {}  # unit -> its env ids among ids, in the order of ids
+        for i in ids:
+            asked.setdefault(int(self._unit_of[i]), []).append(i)
+        calls = []
+        for u, unit_ids in asked.items():
+            start = self._blocks[u][0]
+            everyone = indices is None or isinstance(self._units[u], SessionUnit)
+            calls.append(self._units[u].call(message(unit_ids, None if everyone else [i - start for i in unit_ids])))
+        results = self._live().gather(calls)
+        value_of = {i: r for unit_ids, values in zip(asked.values(), results) for i, r in zip(unit_ids, values)}
+        return tuple(value_of[i] for i in ids) if value_of else ()  # set_attr's replies hold no values
+
+    def _indices(self, indices: Sequence[int]) -> list[int]:
+        """``indices`` as distinct env ids in ``[0, num_envs)`` (negative ones count from the end)."""
+        n = self.num_envs
+        try:
+            ids = [int(i) + n if int(i) < 0 else int(i) for i in indices]
+        except (TypeError, ValueError):
+            raise TypeError(f"indices must be a sequence of env indices, not {indices!r}") from None
+        if any(not 0 <= i < n for i in ids) or len(set(ids)) != len(ids):
+            raise ValueError(f"indices must be distinct env indices in [-{n}, {n}), not {list(indices)!r}")
+        return ids
 
     # -- partial batches (EnvPool's send / recv) --------------------------------
 
@@ -515,7 +561,7 @@ class RemoteVectorEnv(VectorEnv):
         if ids.size == 0 or ids.dtype.kind not in "iu" or (low := ids.min()) < 0 or (high := ids.max()) >= n:
             raise ValueError(f"env_ids must be distinct env ids in [0, {n}), not {env_ids!r}")
         space = self.single_action_space
-        check_batch(space, actions, ids.size)
+        actions = as_batch(space, actions, ids.size)
         plan = self._send_plan(ids, low, high, env_ids)
         if isinstance(runner, LoopThread):  # the steps read the actions later, on the loop
             actions = deepcopy(actions)  # the caller may reuse its buffer before then

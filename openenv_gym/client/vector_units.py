@@ -42,7 +42,7 @@ from .contract import Contract
 from .retry import LOST_REASON, RECONNECTED, RECOVERABLE, Reconnect
 
 __all__ = [
-    "Batch", "Recovery", "SessionUnit", "VectorUnit", "concat_batches", "take_rows", "infos_for", "check_batch",
+    "Batch", "Recovery", "SessionUnit", "VectorUnit", "concat_batches", "take_rows", "infos_for", "as_batch",
 ]
 
 Session = AsyncSession | BlockingSession
@@ -106,40 +106,98 @@ def take_rows(space: gym.Space, value: Any, rows: np.ndarray) -> Any:
     return tuple(value[int(r)] for r in rows)
 
 
-def check_batch(space: gym.Space, value: Any, n: int, path: str = "actions") -> None:
-    """Raise ``ValueError`` unless ``value`` holds exactly ``n`` entries of the
-    single space ``space``, batched as ``batch_space`` batches them, and
-    ``TypeError`` when it is no batch at all (before anything is sent: no env
-    steps on a batch of the wrong size).
+def as_batch(space: gym.Space, value: Any, n: int, path: str = "actions") -> Any:
+    """``value`` as a batch of exactly ``n`` entries of the single space ``space``,
+    batched as ``batch_space`` batches them; ``ValueError`` (naming the env, and
+    the key within it) when an entry does not fit, and ``TypeError`` when it is
+    no batch at all, before anything is sent: no env steps on a bad batch.
 
-        >>> check_batch(gym.spaces.Discrete(2), [0, 1, 1], 2)
+    Both ways of handing a vector env its actions are taken: Gymnasium's batch
+    (an array for Box, Discrete, MultiDiscrete and MultiBinary; a dict of
+    batches for Dict; a ``tuple`` of batches for Tuple) and Stable-Baselines3's
+    list of one action per env (a list of arrays, of dicts, of tuples). For a
+    Tuple space a ``tuple`` is Gymnasium's batch and a ``list`` holds one entry
+    per env.
+
+        >>> as_batch(gym.spaces.Box(-1, 1, (1,)), [np.array([0.5]), np.array([-0.5])], 2).shape
+        (2, 1)
+        >>> space = gym.spaces.Dict({"x": gym.spaces.Discrete(3)})
+        >>> as_batch(space, [{"x": 1}, {"x": 2}], 2)
+        {'x': array([1, 2])}
+        >>> as_batch(space, [{"x": 1}, {"y": 2}], 2)
+        Traceback (most recent call last):
+        ...
+        ValueError: actions[1]: expected a dict with the keys ['x'], got the keys ['y']
+        >>> as_batch(gym.spaces.Discrete(2), [0, 1, 1], 2)
         Traceback (most recent call last):
         ...
         ValueError: actions holds 3 entries, not one per env (2)
     """
-    if isinstance(space, gym.spaces.Tuple):
-        if not isinstance(value, (tuple, list)) or len(value) != len(space.spaces):
-            raise ValueError(f"{path} must be a tuple of {len(space.spaces)} batches (a Tuple space), not {value!r}")
-        for i, part in enumerate(space.spaces):
-            check_batch(part, value[i], n, f"{path}[{i}]")
-        return
     if isinstance(space, gym.spaces.Dict):
-        if not isinstance(value, dict) or set(value) != set(space.spaces):
-            raise ValueError(f"{path} must be a dict of batches with the keys {list(space.spaces)}, not {value!r}")
-        for key, part in space.spaces.items():
-            check_batch(part, value[key], n, f"{path}[{key!r}]")
-        return
-    if isinstance(space, _ARRAY_SPACES):
-        try:
-            shape = np.shape(value)
-        except ValueError:  # ragged
-            shape = (len(value),) if isinstance(value, (list, tuple)) else ()
-    else:
-        shape = (len(value),) if isinstance(value, (list, tuple)) else ()
-    if not shape:  # not a batch at all: Gymnasium's iterate raises TypeError
+        if isinstance(value, dict):
+            missing, extra = set(space.spaces) - set(value), set(value) - set(space.spaces)
+            if missing or extra:
+                raise ValueError(
+                    f"{path} must be a dict of batches with the keys {list(space.spaces)} "
+                    f"(or a list of one dict per env), not a dict with the keys {list(value)}"
+                )
+            return {key: as_batch(part, value[key], n, f"{path}[{key!r}]") for key, part in space.spaces.items()}
+        return _stack(space, _entries(value, n, path), path)
+    if isinstance(space, gym.spaces.Tuple):
+        if isinstance(value, tuple) and len(value) == len(space.spaces):
+            return tuple(as_batch(part, value[i], n, f"{path}[{i}]") for i, part in enumerate(space.spaces))
+        if isinstance(value, (list, np.ndarray)) and len(value) != n and len(value) == len(space.spaces):
+            return as_batch(space, tuple(value), n, path)  # a list of batches, as Gymnasium's iterate takes it
+        return _stack(space, _entries(value, n, path), path)
+    if isinstance(space, _ARRAY_SPACES) and isinstance(value, np.ndarray):
+        if value.ndim == 0:
+            raise TypeError(f"{path} must be a batch of {n} entries, one per env, not {value!r}")
+        if len(value) != n:
+            raise ValueError(f"{path} holds {len(value)} entries, not one per env ({n})")
+        return value
+    return _stack(space, _entries(value, n, path), path)
+
+
+def _entries(value: Any, n: int, path: str) -> list:
+    """The ``n`` per-env entries of a list (or tuple, or array) ``value``."""
+    if isinstance(value, (dict, str, bytes)) or not isinstance(value, (list, tuple, np.ndarray)) or (
+        isinstance(value, np.ndarray) and value.ndim == 0
+    ):
         raise TypeError(f"{path} must be a batch of {n} entries, one per env, not {value!r}")
-    if shape[0] != n:
-        raise ValueError(f"{path} holds {shape[0]} entries, not one per env ({n})")
+    if len(value) != n:
+        raise ValueError(f"{path} holds {len(value)} entries, not one per env ({n})")
+    return list(value)
+
+
+def _stack(space: gym.Space, entries: list, path: str, paths: list[str] | None = None) -> Any:
+    """The batch of the per-env ``entries`` (``paths``: where each is, for errors)."""
+    where = paths if paths is not None else [f"{path}[{i}]" for i in range(len(entries))]
+    if isinstance(space, gym.spaces.Dict):
+        keys = list(space.spaces)
+        for entry, at in zip(entries, where):
+            if not isinstance(entry, dict) or set(entry) != set(keys):
+                got = f"the keys {list(entry)}" if isinstance(entry, dict) else repr(entry)
+                raise ValueError(f"{at}: expected a dict with the keys {keys}, got {got}")
+        return {
+            key: _stack(part, [entry[key] for entry in entries], path, [f"{at}[{key!r}]" for at in where])
+            for key, part in space.spaces.items()
+        }
+    if isinstance(space, gym.spaces.Tuple):
+        size = len(space.spaces)
+        for entry, at in zip(entries, where):
+            if not isinstance(entry, (tuple, list, np.ndarray)) or len(entry) != size:
+                raise ValueError(f"{at}: expected a tuple of {size} values, got {entry!r}")
+        return tuple(
+            _stack(part, [entry[i] for entry in entries], path, [f"{at}[{i}]" for at in where])
+            for i, part in enumerate(space.spaces)
+        )
+    if isinstance(space, _ARRAY_SPACES):
+        shape = space.shape or ()
+        for entry, at in zip(entries, where):
+            if np.shape(entry) != shape:
+                raise ValueError(f"{at}: expected a value of shape {shape} ({space}), got shape {np.shape(entry)}")
+        return np.asarray(entries) if entries else np.empty((0, *shape), dtype=space.dtype)
+    return tuple(entries)
 
 
 def _item(space: gym.Space, value: Any, row: int) -> Any:
@@ -351,7 +409,7 @@ class _Unit:
         session = self._live()
         if isinstance(message, wire.SetAttr):  # values of no space: the codec says how they travel
             values, hints = session.codec.pack_data(message.values)
-            message = wire.SetAttr(message.name, values, hints)
+            message = wire.SetAttr(message.name, values, hints, message.indices)
         reply = await session.request(message)
         if isinstance(reply, wire.SetAttrDone):
             return []
@@ -469,8 +527,8 @@ class SessionUnit(_Unit):
         return [reply.decoded_frame() if isinstance(reply, RenderReply) else None]
 
     async def call(self, message: Any) -> list:
-        """A ``call`` / ``get_attr`` / ``set_attr`` message to this env, over the
-        attribute extension of ``/ws`` (openenv-gym servers that advertise it)."""
+        """A ``call`` / ``get_attr`` / ``set_attr`` / ``is_wrapped`` message to this
+        env, over the attribute extension of ``/ws`` (openenv-gym servers that advertise it)."""
         if not self.contract.attributes:
             raise OpenEnvGymError(
                 f"{message.type}() needs an openenv-gym server: the OpenEnv /ws protocol has no message "

@@ -113,10 +113,14 @@ def _collect(data: Any, shape: tuple[int, ...], dim: int, path: str, out: list[A
     if dim == len(shape):
         out.append(data)
         return
+    if isinstance(data, np.ndarray) and data.shape == shape[dim:]:  # a list of arrays
+        out.extend(data.reshape(-1).tolist())
+        return
+    whole = f"an array of shape {shape}" if dim == 0 else f"shape {shape[dim:]}, a part of an array of shape {shape}"
     if not isinstance(data, (list, tuple)):
-        raise _err(path, f"expected a list of {shape[dim]} items (array of shape {shape}), got {_what(data)}")
+        raise _err(path, f"expected a list of {shape[dim]} items ({whole}), got {_what(data)}")
     if len(data) != shape[dim]:
-        raise _err(path, f"expected {shape[dim]} items (array of shape {shape}), got {len(data)}")
+        raise _err(path, f"expected {shape[dim]} items ({whole}), got {len(data)}")
     if dim == len(shape) - 1:
         out.extend(data)
     else:

@@ -171,7 +171,7 @@ REFUSALS = [
     (gs.Sequence(gs.Box(0.0, 1.0, shape=(2,)), stack=True), "[[0, 5]]", "action: got [[0, 5]], outside the space"),
     # Graph
     (gs.Graph(gs.Box(0.0, 1.0, shape=(2,)), None), '{"nodes": [[0, 2]], "edges": null, "edge_links": null}', "outside the space (a value breaks its bounds or range); legal: a graph"),
-    (gs.Graph(gs.Box(0.0, 1.0, shape=(2,)), None), '{"nodes": [[0]]}', 'action.nodes[0]: expected 2 items (array of shape (1, 2)), got 1; legal: a graph'),
+    (gs.Graph(gs.Box(0.0, 1.0, shape=(2,)), None), '{"nodes": [[0]]}', 'action.nodes[0]: expected 2 items (shape (2,), a part of an array of shape (1, 2)), got 1; legal: a graph'),
     # OneOf: the choice, then the value
     (gs.OneOf([gs.Discrete(2), gs.Discrete(3)]), "[2, 0]", "action[0]: got 2, not a choice (there are 2); legal: a JSON pair [choice, value], one of [0, an integer from 0 to 1], [1, an integer from 0 to 2]"),
     (gs.OneOf([gs.Discrete(2), gs.Discrete(3)]), "[1, 3]", "action[1]: got 3, out of range; legal: an integer from 0 to 2"),
