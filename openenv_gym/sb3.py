@@ -69,10 +69,11 @@ class RemoteVecEnv(VecEnv):
         **vector_kwargs: for the ``RemoteVectorEnv`` when given URLs
             (``num_envs``, ``mode``, ``encoding``, ...).
 
-    ``env_method`` and ``get_attr`` / ``set_attr`` go to the remote envs
-    through ``RemoteVectorEnv.call`` / ``get_attr`` / ``set_attr`` (batched
-    mode only: the stock ``/ws`` protocol has no such messages);
-    ``env_is_wrapped`` is ``False`` (no SB3 wrapper runs server-side).
+    ``env_method``, ``get_attr``, ``set_attr`` and ``env_is_wrapped`` go to the
+    remote envs (openenv-gym servers, both modes: the stock ``/ws`` protocol has
+    no such messages) and reach the envs ``indices`` names only;
+    ``env_is_wrapped(Monitor)`` asks each env's server whether the env it serves
+    is wrapped in ``Monitor`` (or a subclass), by the class's import path.
     """
 
     def __init__(self, venv_or_url: RemoteVectorEnv | str | Sequence[str], **vector_kwargs: Any) -> None:
@@ -89,7 +90,7 @@ class RemoteVecEnv(VecEnv):
                 f"with RemoteVectorEnv(..., autoreset_mode='SameStep')"
             )
         self.venv = venv
-        self._actions: np.ndarray | None = None
+        self._actions: Any = None
         super().__init__(venv.num_envs, venv.single_observation_space, venv.single_action_space)
         self.render_mode = venv.render_mode
 
@@ -102,8 +103,8 @@ class RemoteVecEnv(VecEnv):
         self._reset_options()
         return obs
 
-    def step_async(self, actions: np.ndarray) -> None:
-        self._actions = actions
+    def step_async(self, actions: Any) -> None:
+        self._actions = actions  # an array, or a list of one action per env (Dict, Tuple)
 
     def step_wait(self) -> tuple[Any, np.ndarray, np.ndarray, list[dict[str, Any]]]:
         obs, rewards, terminations, truncations, infos = self.venv.step(self._actions)
@@ -123,21 +124,23 @@ class RemoteVecEnv(VecEnv):
     def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
         if attr_name == "render_mode":  # SB3 asks at start; the vector env knows it in every mode
             return [self.venv.render_mode for _ in self._get_indices(indices)]
-        values = self.venv.get_attr(attr_name)
-        return [values[i] for i in self._get_indices(indices)]
+        return list(self.venv.get_attr(attr_name, indices=self._indices(indices)))
 
     def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
-        if indices is not None:
-            raise NotImplementedError("RemoteVecEnv.set_attr sets an attribute on every env")
-        self.venv.set_attr(attr_name, value)
+        indices = self._indices(indices)
+        count = self.num_envs if indices is None else len(indices)
+        self.venv.set_attr(attr_name, [value] * count, indices=indices)
 
     def env_method(self, method_name: str, *method_args: Any, indices: VecEnvIndices = None,
                    **method_kwargs: Any) -> list[Any]:
-        results = self.venv.call(method_name, *method_args, **method_kwargs)
-        return [results[i] for i in self._get_indices(indices)]
+        return list(self.venv.call_at(list(self._get_indices(indices)), method_name, *method_args, **method_kwargs))
 
     def env_is_wrapped(self, wrapper_class: type, indices: VecEnvIndices = None) -> list[bool]:
-        return [False for _ in self._get_indices(indices)]
+        return list(self.venv.is_wrapped(wrapper_class, indices=self._indices(indices)))
+
+    def _indices(self, indices: VecEnvIndices) -> list[int] | None:
+        """SB3's ``indices`` (``None``, an int, or a list) as the vector env's (``None``: every env)."""
+        return None if indices is None else list(self._get_indices(indices))
 
     def get_images(self) -> Sequence[np.ndarray | None]:
         frames = self.venv.render()

@@ -82,7 +82,7 @@ def test_vec_env_matches_dummy_vec_env_step_for_step(cartpole_url, mode):
                 )
                 assert infos_r[i]["TimeLimit.truncated"] == infos_l[i].get("TimeLimit.truncated", False)
         assert finished >= 3
-        assert remote.env_is_wrapped(gym.Wrapper) == [False] * 3
+        assert remote.env_is_wrapped(gym.Wrapper) == local.env_is_wrapped(gym.Wrapper) == [True] * 3  # TimeLimit
     finally:
         remote.close()
         local.close()

@@ -37,6 +37,7 @@ import gymnasium as gym
 from .. import spaces
 from ..errors import OpenEnvGymError
 from ..protocol import Limits, MsgpackCodec
+from .attributes import call_attribute, is_wrapped
 
 __all__ = ["ProcessEnv", "EnvCrashed"]
 
@@ -130,6 +131,19 @@ class ProcessEnv(gym.Env):
     def unwrapped(self) -> Any:
         return _Methods(self, "unwrapped.")
 
+    # The attribute messages reach the env in the child (openenv_gym.server.attributes).
+    def call_attribute(self, name: str, args: list, kwargs: dict) -> Any:
+        """:func:`~openenv_gym.server.attributes.call_attribute` of the env in the child."""
+        return self._request("call_attribute", name, args, kwargs)
+
+    def set_wrapper_attr(self, name: str, value: Any, **kwargs: Any) -> Any:
+        """``set_wrapper_attr`` of the env in the child."""
+        return self._request("call", "set_wrapper_attr", [name, value], kwargs)
+
+    def is_wrapped(self, wrapper: str) -> bool:
+        """:func:`~openenv_gym.server.attributes.is_wrapped` of the env in the child."""
+        return bool(self._request("is_wrapped", wrapper))
+
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):
             raise AttributeError(name)
@@ -197,6 +211,10 @@ def _child_main(conn: Connection, factory: Callable[[], Any]) -> None:
             elif kind == "close":
                 env.close()
                 value = None
+            elif kind == "is_wrapped":
+                value = is_wrapped(env, message[1])
+            elif kind == "call_attribute":
+                value = call_attribute(env, *message[1:])
             else:
                 _, name, args, kwargs = message
                 target: Any = env

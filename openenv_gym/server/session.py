@@ -52,6 +52,8 @@ from ..protocol.attributes import (
     CallReply,
     GetAttr,
     GetAttrReply,
+    IsWrapped,
+    IsWrappedReply,
     SetAttr,
     SetAttrDone,
     values_reply,
@@ -69,13 +71,14 @@ from ..protocol.messages import MAX_ERROR_CHARS
 from ..spaces._common import clipped
 from ..text import value_text, view_for, view_for_spaces
 from . import jsonrpc
+from .attributes import call_attribute, chosen, is_wrapped
 from .deadline import EnvCallInterrupted, InlineDeadline
 from .isolation import EnvCrashed, ProcessEnv
 from .source import EnvSource
 from .tools import Position, Tool, ToolOutcome, gym_tools
 
 __all__ = [
-    "EnvHost", "Session", "EnvCaller", "Execution", "describe_error", "env_error", "call_attribute", "HungCalls",
+    "EnvHost", "Session", "EnvCaller", "Execution", "describe_error", "env_error", "HungCalls",
     "wants_text", "check_injection", "inject_state", "SINGLE_THREAD_NAME",
 ]
 
@@ -599,24 +602,28 @@ class Session(EnvHost):
         raise ProtocolError(ErrorCode.UNKNOWN_TYPE, f"Unknown message type: {message.type}")
 
     async def _attribute(self, message: ClientMessage) -> ServerMessage:
-        """``call`` / ``get_attr`` / ``set_attr`` on this session's one env
-        (:mod:`~openenv_gym.protocol.attributes`), as a Gymnasium vector env
-        does them to each of its sub-envs."""
+        """``call`` / ``get_attr`` / ``set_attr`` / ``is_wrapped`` on this session's
+        one env (:mod:`~openenv_gym.protocol.attributes`), as a Gymnasium vector env
+        does them to each of its sub-envs; ``indices`` may name env 0, or none."""
         env = self._env()
+        named = bool(chosen(getattr(message, "indices", None), 1))
         if isinstance(message, SetAttr):
             values = self.codec.unpack_data(message.values, message.types)
-            if not isinstance(values, list) or len(values) != 1:
+            if not isinstance(values, list) or len(values) != int(named):
                 raise validation_error(
-                    ["values"], "A /ws session has one env: values must be a list of one value", message.values
+                    ["values"], f"A /ws session has one env: values must be a list of {int(named)} value",
+                    message.values,
                 )
-            await self.run(env.set_wrapper_attr, message.name, values[0])
+            if named:
+                await self.run(env.set_wrapper_attr, message.name, values[0])
             return SetAttrDone()
-        if isinstance(message, Call):
-            return values_reply(self.codec, CallReply, [
-                await self.run(call_attribute, env, message.name, message.args, message.kwargs)
-            ])
-        assert isinstance(message, GetAttr)
-        return values_reply(self.codec, GetAttrReply, [await self.run(call_attribute, env, message.name, [], {})])
+        if isinstance(message, IsWrapped):
+            return values_reply(self.codec, IsWrappedReply, [await self.run(is_wrapped, env, message.wrapper)] * named)
+        assert isinstance(message, (Call, GetAttr))
+        kind = CallReply if isinstance(message, Call) else GetAttrReply
+        args, kwargs = (message.args, message.kwargs) if isinstance(message, Call) else ([], {})
+        values = [await self.run(call_attribute, env, message.name, args, kwargs)] if named else []
+        return values_reply(self.codec, kind, values)
 
     def state(self) -> dict:
         return {
@@ -792,15 +799,6 @@ def inject_state(source: EnvSource, env: Any, state: Any) -> tuple[Any, Any]:
             f"of the injected state, as env.reset does"
         )
     return result
-
-
-def call_attribute(env: Any, name: str, args: list, kwargs: dict) -> Any:
-    """What Gymnasium's vector envs' ``call`` does to one sub-env: its attribute
-    ``name`` (through its wrappers), called with the arguments when callable.
-    PettingZoo games, whose wrappers forward attributes themselves, too."""
-    getter = getattr(env, "get_wrapper_attr", None)
-    attribute = getter(name) if getter is not None else getattr(env, name)
-    return attribute(*args, **kwargs) if callable(attribute) else attribute
 
 
 def env_error(exc: Exception) -> ProtocolError:

@@ -41,6 +41,7 @@ from ..envpool import EnvPoolVectorEnv
 from ..errors import ErrorCode, ProtocolError
 from ..protocol import ClientMessage, Codec, Render, ServerMessage, validation_error
 from ..protocol import vector as wire
+from .attributes import SubEnvs, answer_is_wrapped, chosen
 from .routes import Opening, Route
 from .session import EnvCaller, EnvHost
 from .source import EnvSource
@@ -157,21 +158,38 @@ class VectorSession(EnvHost):
             return await self._step(message)
         if isinstance(message, wire.VectorReset):
             return await self._reset(message)
-        if isinstance(message, wire.Call):
-            results = await self.run(self._vector().call, message.name, *message.args, **message.kwargs)
-            return wire.values_reply(self.codec, wire.CallReply, list(results))
-        if isinstance(message, wire.GetAttr):
-            return wire.values_reply(
-                self.codec, wire.GetAttrReply, list(await self.run(self._vector().call, message.name))
-            )
-        if isinstance(message, wire.SetAttr):
-            values = self.codec.unpack_data(message.values, message.types)
-            await self.run(self._vector().set_attr, message.name, values)
-            return wire.SetAttrDone()
+        if isinstance(message, (wire.Call, wire.GetAttr, wire.SetAttr, wire.IsWrapped)):
+            return await self._attribute(message)
         if isinstance(message, Render):
             frames = await self.run(self._vector().render)
             return wire.values_reply(self.codec, wire.RenderFrames, list(frames or ()))
         raise ProtocolError(ErrorCode.UNKNOWN_TYPE, f"Unknown message type: {message.type}")
+
+    async def _attribute(self, message: wire.Call | wire.GetAttr | wire.SetAttr | wire.IsWrapped) -> ServerMessage:
+        """An attribute message (:mod:`~openenv_gym.protocol.attributes`) on the
+        envs ``indices`` names (``None``: every env), one by one, as Gymnasium's
+        vector envs' ``call`` / ``set_attr`` do them, the other envs untouched."""
+        vector = self._vector()
+        if isinstance(vector, EnvPoolVectorEnv):
+            vector.call(getattr(message, "name", "is_wrapped"))  # raises why an EnvPool env has no attributes
+        indices = chosen(message.indices, self.num_envs)
+        envs = SubEnvs(vector)
+        if isinstance(message, wire.IsWrapped):
+            answers = await self.run(envs.is_wrapped, indices, message.wrapper)
+            return wire.values_reply(self.codec, wire.IsWrappedReply, answers)
+        if isinstance(message, wire.SetAttr):
+            values = self.codec.unpack_data(message.values, message.types)
+            if message.indices is None and not (isinstance(values, list) and len(values) == self.num_envs):
+                values = [values] * self.num_envs  # one value for all, as SyncVectorEnv.set_attr takes it
+            if not isinstance(values, list) or len(values) != len(indices):
+                raise validation_error(
+                    ["values"], f"values must be a list of one value per index ({len(indices)})", message.values
+                )
+            await self.run(envs.set_attr, indices, message.name, values)
+            return wire.SetAttrDone()
+        args, kwargs = (message.args, message.kwargs) if isinstance(message, wire.Call) else ([], {})
+        kind = wire.CallReply if isinstance(message, wire.Call) else wire.GetAttrReply
+        return wire.values_reply(self.codec, kind, await self.run(envs.call, indices, message.name, args, kwargs))
 
     # -- reset / step ---------------------------------------------------------
 
@@ -280,9 +298,11 @@ class VectorRoute(Route):
 def _make_in_worker(make: Any, server_pid: int) -> gym.Env:
     """Build the env for an AsyncVectorEnv; in a worker (not the server,
     where AsyncVectorEnv builds one env to read its spaces), first close the
-    TCP sockets inherited from the server."""
+    TCP sockets inherited from the server, and let the env answer ``is_wrapped``
+    (:func:`~openenv_gym.server.attributes.answer_is_wrapped`)."""
     if os.getpid() != server_pid:
         _close_inherited_tcp_sockets()
+        return answer_is_wrapped(make())
     return make()
 
 
