@@ -24,6 +24,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
+import numpy as np
+from gymnasium.utils import seeding
 
 from .._extras import missing_extra
 
@@ -39,6 +41,7 @@ from ..protocol import agents as wire
 from ..protocol.attributes import ATTRIBUTE_REPLIES, Call, read_values
 from .connection import get_json, http_url
 from .options import ConnectOptions
+from .pickling import PicklesAsArguments, remembers_arguments
 from .session import RemoteSession
 
 if TYPE_CHECKING:
@@ -132,10 +135,11 @@ class _Game:
             session.close()
 
 
-class _RemoteGame:
+class _RemoteGame(PicklesAsArguments):
     """What both PettingZoo clients share: the ``/agents`` session and its spaces."""
 
     def _join(self, base_url: str, api: str, options: ConnectOptions) -> None:
+        self._np_random: np.random.Generator | None = None
         self._game = _Game(base_url, api, options)
         self.base_url = self._game.base_url
         self.possible_agents = list(self._game.possible_agents)
@@ -143,6 +147,25 @@ class _RemoteGame:
         self.render_mode = self._game.render_mode
         if self._game.state_space is not None:
             self.state_space = self._game.state_space
+
+    @property
+    def np_random(self) -> np.random.Generator:
+        """The env's random generator, as a PettingZoo env has one (SuperSuit's
+        ``frame_skip_v0`` and ``sticky_actions_v0`` draw from it): seeded by
+        ``reset(seed=...)``, made unseeded on first use otherwise. The game's own
+        generator is the server's; this one is the client's."""
+        if self._np_random is None:
+            self._np_random, _ = seeding.np_random()
+        return self._np_random
+
+    @np_random.setter
+    def np_random(self, value: np.random.Generator) -> None:
+        self._np_random = value
+
+    def _seed(self, seed: int | None) -> None:
+        """A seeded reset seeds :attr:`np_random` too, as a PettingZoo env's does."""
+        if seed is not None:
+            self._np_random, _ = seeding.np_random(seed)
 
     def observation_space(self, agent: str) -> gym.Space:
         return self._game.observation_spaces[agent]
@@ -178,6 +201,7 @@ class RemoteAECEnv(_RemoteGame, AECEnv):
     ``last`` cost no round trip; ``step`` and ``reset`` cost one each.
     """
 
+    @remembers_arguments
     def __init__(
         self, base_url: str, *, options: ConnectOptions | None = None, **connect: Unpack[ConnectKwargs]
     ) -> None:
@@ -188,6 +212,7 @@ class RemoteAECEnv(_RemoteGame, AECEnv):
 
     def reset(self, seed: int | None = None, options: dict | None = None) -> None:
         self._apply(self._game.reset(seed, options))
+        self._seed(seed)
 
     def step(self, action: Any) -> None:
         self._apply(self._game.step({self.agent_selection: action}))
@@ -216,6 +241,7 @@ class RemoteParallelEnv(_RemoteGame, ParallelEnv):
     parallel API when the env is parallelizable (``metadata["is_parallelizable"]``).
     """
 
+    @remembers_arguments
     def __init__(
         self, base_url: str, *, options: ConnectOptions | None = None, **connect: Unpack[ConnectKwargs]
     ) -> None:
@@ -226,6 +252,7 @@ class RemoteParallelEnv(_RemoteGame, ParallelEnv):
         self, seed: int | None = None, options: dict | None = None
     ) -> tuple[dict[str, Any], dict[str, dict]]:
         game = self._game.reset(seed, options)
+        self._seed(seed)
         self.agents = list(game["agents"])
         return game["observations"], game["infos"]
 

@@ -37,6 +37,7 @@ from ..protocol import Render, RenderReply, Reset, ServerMessage, State, StateRe
 from .connection import http_url
 from .contract import Contract, FieldOverrides, read_contract
 from .options import ConnectOptions
+from .pickling import PicklesAsArguments, remembers_arguments
 from .retry import LOST_REASON, RECONNECTED, RECOVERABLE
 from .session import RemoteSession
 
@@ -48,7 +49,7 @@ if TYPE_CHECKING:
 __all__ = ["RemoteEnv", "owned_arrays"]
 
 
-class RemoteEnv(gym.Env):
+class RemoteEnv(PicklesAsArguments, gym.Env):
     """A Gymnasium environment whose episodes run on an OpenEnv server.
 
     Args:
@@ -78,6 +79,7 @@ class RemoteEnv(gym.Env):
 
     metadata: dict[str, Any] = {"render_modes": []}
 
+    @remembers_arguments
     def __init__(
         self,
         base_url: str,
