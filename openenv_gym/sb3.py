@@ -95,10 +95,25 @@ class RemoteVecEnv(VecEnv):
         self.render_mode = venv.render_mode
 
     def reset(self) -> Any:
+        """Reset every env with its seed and options (``seed()``, ``set_options()``).
+
+        Envs of different options (``set_options([...])``) are reset in groups:
+        all of them with the first env's options, then each other group again,
+        with its own options and the same seeds, by a masked reset; a seeded env
+        so ends exactly as one seeded reset with its options leaves it."""
         seeds = self._seeds if any(seed is not None for seed in self._seeds) else None
-        options = self._options[0] if all(o == self._options[0] for o in self._options) else None
-        obs, infos = self.venv.reset(seed=seeds, options=options or None)
+        groups: list[dict] = []
+        for options in self._options:
+            if (options or {}) not in groups:
+                groups.append(options or {})
+        obs, infos = self.venv.reset(seed=seeds, options=groups[0] or None)
         self.reset_infos = unbatch_infos(infos, self.num_envs)
+        for options in groups[1:]:
+            mask = np.array([(o or {}) == options for o in self._options])
+            obs, infos = self.venv.reset(seed=seeds, options={**options, "reset_mask": mask})
+            for i, info in enumerate(unbatch_infos(infos, self.num_envs)):
+                if mask[i]:
+                    self.reset_infos[i] = info
         self._reset_seeds()
         self._reset_options()
         return obs

@@ -240,3 +240,36 @@ def test_indices_out_of_range_are_refused_by_client_and_server_and_the_session_g
         venv.step(np.zeros(2, dtype=np.int64))
     finally:
         venv.close()
+
+
+class OptionsRecorder(Recorder):
+    """Remembers the options of its last reset (``current_options``), as SB3's test env does."""
+
+    def __init__(self) -> None:
+        super().__init__(ACTION_SPACES["box"])
+        self.current_options = None
+
+    def reset(self, *, seed=None, options=None):
+        self.current_options = options
+        obs, info = super().reset(seed=seed, options=options)
+        return obs + float(self.np_random.random()), {"options": options}
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_per_env_options_reach_their_env_at_the_next_reset(mode):
+    with asgi_server(openenv_gym.create_app(OptionsRecorder, max_sessions=8)) as url:
+        venv = RemoteVecEnv(url, num_envs=3, mode=mode)
+        local = DummyVecEnv([OptionsRecorder] * 3)
+        try:
+            options = [{"other_option": 2}, {"hello": 1}, {"hello": 1}]
+            for env in (venv, local):
+                env.seed(7)
+                env.set_options(options)
+            np.testing.assert_allclose(venv.reset(), local.reset())  # seeded: as one reset with its options
+            assert venv.get_attr("current_options") == options
+            assert [info["options"] for info in venv.reset_infos] == options
+            venv.reset()
+            assert venv.get_attr("current_options") == [None] * 3  # options last one reset, as SB3's do
+        finally:
+            venv.close()
+            local.close()

@@ -182,9 +182,10 @@ def _source(factory: _Factory, probe: Any) -> EnvSource:
         if callable(getattr(probe, "close", None)):
             probe.close()
         raise ValueError(
-            f"{factory.name!r} renders in render_mode='human': a window on the server, which no "
-            f"remote client sees (and pygame, which draws it, is not safe on the server's worker "
-            f"threads). Serve it with render_mode='rgb_array' and show the frames on the client"
+            f"{factory.name!r} renders in render_mode='human': for a person at the server (a window, "
+            f"or text printed to its console), which no remote client sees, and pygame windows are "
+            f"not safe on the server's worker threads. Serve it with render_mode='rgb_array' (or "
+            f"'ansi', or None) and show the frames on the client"
         )
     if isinstance(probe, FieldsEnv):
         return _fields_source(factory, probe)
