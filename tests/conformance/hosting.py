@@ -11,6 +11,12 @@ its own sessions, capacity, ``/schema`` and ``/health``; clients reach it by
 that base URL as they would reach a server of its own (a path prefix is part
 of a base URL). :meth:`AppHost.release` drains an app's sessions the way a
 server that shuts down drains them, and unmounts it.
+
+The adapted suites' replacements (:mod:`tests.conformance.remote`,
+:mod:`tests.conformance.sb3_remote`) find the session's host with
+:func:`current_host` and register what they open with :func:`track`; the
+plugin (:mod:`tests.conformance.plugin`) sets the host with :func:`use_host`
+and, after each test, closes what was opened (:func:`close_made`).
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ import itertools
 import threading
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Protocol
 
 import uvicorn
 from starlette.types import Receive, Scope, Send
@@ -29,10 +35,45 @@ from starlette.types import Receive, Scope, Send
 import openenv_gym
 from openenv_gym.server.run import listening_socket, uvicorn_config
 
-__all__ = ["AppHost", "app_host"]
+__all__ = ["AppHost", "app_host", "close_made", "current_host", "track", "use_host"]
 
 #: Seconds a released app's sessions get to end before it is unmounted anyway.
 DRAIN_TIMEOUT = 5.0
+
+
+class Closeable(Protocol):
+    """What :func:`track` takes: a client (vector env, env) to close after the test."""
+
+    def close(self) -> Any: ...
+
+
+_host: AppHost | None = None
+#: What the replacements opened since the last :func:`close_made` (a failing test leaves its own open).
+_made: list[Closeable] = []
+
+
+def use_host(host: AppHost | None) -> None:
+    """Serve the env factories of what the adapted suites make from now on on ``host``."""
+    global _host
+    _host = host
+
+
+def current_host() -> AppHost:
+    """The host :func:`use_host` set; ``RuntimeError`` outside a run with the plugin."""
+    if _host is None:
+        raise RuntimeError("no AppHost: run the adapted suites with the tests.conformance.plugin plugin")
+    return _host
+
+
+def track(opened: Closeable) -> None:
+    """Close ``opened`` (a client of the host's apps) at the end of the test."""
+    _made.append(opened)
+
+
+def close_made() -> None:
+    """Close everything :func:`track` was given since the last call, newest first."""
+    while _made:
+        _made.pop().close()
 
 
 class AppHost:

@@ -32,9 +32,9 @@ from gymnasium.vector import AutoresetMode
 
 import openenv_gym
 
-from .hosting import AppHost
+from . import hosting
 
-__all__ = ["VARIANTS", "VARIANT_ENV", "variant", "SyncVectorEnv", "AsyncVectorEnv", "make_vec", "use_host", "close_made"]
+__all__ = ["VARIANTS", "VARIANT_ENV", "variant", "SyncVectorEnv", "AsyncVectorEnv", "make_vec"]
 
 #: ``variant: (mode, servers)``.
 VARIANTS = {
@@ -46,23 +46,6 @@ VARIANTS = {
 #: The environment variable naming the variant a run of the adapted suite uses.
 VARIANT_ENV = "OPENENV_GYM_CONFORMANCE_VARIANT"
 
-_host: AppHost | None = None
-#: The vector envs made since the last :func:`close_made` (a failing test leaves its own open).
-_made: list[openenv_gym.RemoteVectorEnv] = []
-
-
-def use_host(host: AppHost | None) -> None:
-    """Serve the factories of the vector envs made from now on on ``host``."""
-    global _host
-    _host = host
-
-
-def close_made() -> None:
-    """Close every vector env made since the last call."""
-    while _made:
-        _made.pop().close()
-
-
 def variant() -> tuple[str, str]:
     name = os.environ.get(VARIANT_ENV, "sessions-each")
     if name not in VARIANTS:
@@ -73,8 +56,7 @@ def variant() -> tuple[str, str]:
 def _serve(env_fns: Sequence[Callable[[], gym.Env]], observation_mode: Any) -> dict[str, Any]:
     """Servers for ``env_fns`` in this run's variant: ``RemoteVectorEnv``'s
     ``base_url``, ``num_envs`` and ``mode``."""
-    if _host is None:
-        raise RuntimeError("no AppHost: run the adapted suites with the tests.conformance.plugin plugin")
+    host = hosting.current_host()
     if observation_mode != "same":
         raise ValueError(
             f"observation_mode={observation_mode!r}: a RemoteVectorEnv batches the one observation space its servers share"
@@ -84,9 +66,9 @@ def _serve(env_fns: Sequence[Callable[[], gym.Env]], observation_mode: Any) -> d
         raise ValueError("a vector env needs at least one env factory")
     mode, servers = variant()
     if servers == "each":
-        urls = [_host.serve(fn, max_sessions=4) for fn in env_fns]
+        urls = [host.serve(fn, max_sessions=4) for fn in env_fns]
     else:
-        urls = [_host.serve(env_fns[0], max_sessions=len(env_fns) + 4)]
+        urls = [host.serve(env_fns[0], max_sessions=len(env_fns) + 4)]
     return {"base_url": urls, "num_envs": len(env_fns), "mode": mode}
 
 
@@ -101,7 +83,7 @@ class SyncVectorEnv(openenv_gym.RemoteVectorEnv):
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
     ) -> None:
         super().__init__(**_serve(env_fns, observation_mode), autoreset_mode=autoreset_mode, copy=copy)
-        _made.append(self)
+        hosting.track(self)
 
 
 class AsyncVectorEnv(openenv_gym.RemoteVectorEnv):
@@ -120,7 +102,7 @@ class AsyncVectorEnv(openenv_gym.RemoteVectorEnv):
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
     ) -> None:
         super().__init__(**_serve(env_fns, observation_mode), autoreset_mode=autoreset_mode, copy=copy)
-        _made.append(self)
+        hosting.track(self)
 
 
 #: ``AsyncVectorEnv`` arguments ``SyncVectorEnv`` does not take.
