@@ -451,9 +451,18 @@ class AgentsSession(Session):
     @staticmethod
     def _aec_snapshot(env: Any) -> dict:
         agents = list(env.agents)
+        observations = {a: env.observe(a) for a in agents}
+        selected = env.agent_selection
+        if selected not in observations and selected in env.possible_agents:
+            # The agent to move after it left (the episode's last step): a local game still
+            # answers observe() for it, and wrappers that stack observations ask.
+            try:
+                observations[selected] = env.observe(selected)
+            except Exception:  # noqa: BLE001 - a game that cannot observe a departed agent
+                pass  # the client's observe() answers None for it, as before
         return {
-            "agent_selection": env.agent_selection,
-            "observations": {a: env.observe(a) for a in agents},
+            "agent_selection": selected,
+            "observations": observations,
             "rewards": dict(env.rewards),
             "cumulative_rewards": dict(env._cumulative_rewards),
             "terminations": dict(env.terminations),
