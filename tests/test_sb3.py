@@ -97,6 +97,7 @@ def test_vec_env_refuses_next_step_autoreset(cartpole_url):
         venv.close()
 
 
+@pytest.mark.slow
 def test_ppo_through_the_adapter_learns_exactly_what_it_learns_locally(cartpole_url):
     """Same seed, same hyperparameters: PPO trained through RemoteVecEnv ends with
     the same weights as PPO trained on a local DummyVecEnv, after weights moved."""
@@ -121,6 +122,7 @@ def test_ppo_through_the_adapter_learns_exactly_what_it_learns_locally(cartpole_
         torch.testing.assert_close(remote_weights[name], weight, msg=name)
 
 
+@pytest.mark.slow
 def test_maskable_ppo_on_remote_chess():
     pytest.importorskip("chess")
     sb3_contrib = pytest.importorskip("sb3_contrib")

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("stable_baselines3")
+pytestmark = pytest.mark.slow
 
 from . import sb3_adapt  # noqa: E402
 
