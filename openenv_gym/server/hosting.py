@@ -391,6 +391,11 @@ class Server:
                     f"{type(exc).__name__}: {exc}",
                 ) from exc
             await reply(answer)
+            # Hold no reply while waiting for the next message: its arrays may be views an
+            # env still owns (PettingZoo's state() of a pygame screen locks the screen while
+            # a view of its pixels lives, and the next step draws on it).
+            del answer
+            response = None
             if session.stop_reason is not None:  # the server is draining
                 return
             if local and session.inline:
