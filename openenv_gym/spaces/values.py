@@ -116,7 +116,7 @@ def _collect(data: Any, shape: tuple[int, ...], dim: int, path: str, out: list[A
     if isinstance(data, np.ndarray) and data.shape == shape[dim:]:  # a list of arrays
         out.extend(data.reshape(-1).tolist())
         return
-    whole = f"an array of shape {shape}" if dim == 0 else f"shape {shape[dim:]}, a part of an array of shape {shape}"
+    whole = f"array of shape {shape}" if dim == 0 else f"shape {shape[dim:]}, a part of an array of shape {shape}"
     if not isinstance(data, (list, tuple)):
         raise _err(path, f"expected a list of {shape[dim]} items ({whole}), got {_what(data)}")
     if len(data) != shape[dim]:
