@@ -19,7 +19,7 @@ import gymnasium as gym
 from ..protocol import validation_error
 from ..protocol.attributes import class_path
 
-__all__ = ["call_attribute", "is_wrapped", "chosen", "SubEnvs", "answer_is_wrapped"]
+__all__ = ["call_attribute", "is_wrapped", "chosen", "OneEnv", "SubEnvs", "answer_is_wrapped"]
 
 #: Wrappers followed inward before :func:`is_wrapped` gives up (a loop of wrappers would not end).
 MAX_WRAPPERS = 1_000
@@ -82,6 +82,24 @@ def chosen(indices: list[int] | None, num_envs: int) -> list[int]:
             ["indices"], f"This session has {num_envs} envs: indices must be below {num_envs}", indices
         )
     return indices
+
+
+class OneEnv:
+    """The one env of a ``/ws`` or ``/agents`` session, reached as :class:`SubEnvs`
+    reaches a vector env's (``indices`` is ``[0]`` or ``[]``)."""
+
+    def __init__(self, env: Any) -> None:
+        self.env = env
+
+    def call(self, indices: Sequence[int], name: str, args: list, kwargs: dict) -> list:
+        return [call_attribute(self.env, name, args, kwargs) for _ in indices]
+
+    def set_attr(self, indices: Sequence[int], name: str, values: Sequence[Any]) -> None:
+        for value in values:
+            self.env.set_wrapper_attr(name, value)
+
+    def is_wrapped(self, indices: Sequence[int], wrapper: str) -> list[bool]:
+        return [is_wrapped(self.env, wrapper) for _ in indices]
 
 
 class SubEnvs:

@@ -71,7 +71,7 @@ from ..protocol.messages import MAX_ERROR_CHARS
 from ..spaces._common import clipped
 from ..text import value_text, view_for, view_for_spaces
 from . import jsonrpc
-from .attributes import call_attribute, chosen, is_wrapped
+from .attributes import OneEnv, SubEnvs, chosen
 from .deadline import EnvCallInterrupted, InlineDeadline
 from .isolation import EnvCrashed, ProcessEnv
 from .source import EnvSource
@@ -558,6 +558,34 @@ class EnvHost:
         return self.env
 
 
+    async def answer_attribute(
+        self, message: Call | GetAttr | SetAttr | IsWrapped, envs: OneEnv | SubEnvs, num_envs: int, *,
+        broadcast: bool,
+    ) -> ServerMessage:
+        """The reply to an attribute message (:mod:`~openenv_gym.protocol.attributes`)
+        on the envs its ``indices`` names (``None``: all ``num_envs``), one by one,
+        the others untouched. ``broadcast``: a ``set_attr`` without ``indices`` whose
+        values are no list of one per env sets that one value on every env (a
+        ``/vector`` session, as ``SyncVectorEnv.set_attr`` takes it)."""
+        indices = chosen(message.indices, num_envs)
+        if isinstance(message, IsWrapped):
+            return values_reply(self.codec, IsWrappedReply, await self.run(envs.is_wrapped, indices, message.wrapper))
+        if isinstance(message, SetAttr):
+            values = self.codec.unpack_data(message.values, message.types)
+            whole = isinstance(values, list) and len(values) == num_envs
+            if broadcast and message.indices is None and not whole:
+                values = [values] * num_envs
+            if not isinstance(values, list) or len(values) != len(indices):
+                raise validation_error(
+                    ["values"], f"values must be a list of one value per env named ({len(indices)})", message.values
+                )
+            await self.run(envs.set_attr, indices, message.name, values)
+            return SetAttrDone()
+        kind = CallReply if isinstance(message, Call) else GetAttrReply
+        args, kwargs = (message.args, message.kwargs) if isinstance(message, Call) else ([], {})
+        return values_reply(self.codec, kind, await self.run(envs.call, indices, message.name, args, kwargs))
+
+
 class Session(EnvHost):
     """A Gymnasium environment serving one ``/ws`` client, with its episode state.
 
@@ -603,27 +631,9 @@ class Session(EnvHost):
 
     async def _attribute(self, message: ClientMessage) -> ServerMessage:
         """``call`` / ``get_attr`` / ``set_attr`` / ``is_wrapped`` on this session's
-        one env (:mod:`~openenv_gym.protocol.attributes`), as a Gymnasium vector env
-        does them to each of its sub-envs; ``indices`` may name env 0, or none."""
-        env = self._env()
-        named = bool(chosen(getattr(message, "indices", None), 1))
-        if isinstance(message, SetAttr):
-            values = self.codec.unpack_data(message.values, message.types)
-            if not isinstance(values, list) or len(values) != int(named):
-                raise validation_error(
-                    ["values"], f"A /ws session has one env: values must be a list of {int(named)} value",
-                    message.values,
-                )
-            if named:
-                await self.run(env.set_wrapper_attr, message.name, values[0])
-            return SetAttrDone()
-        if isinstance(message, IsWrapped):
-            return values_reply(self.codec, IsWrappedReply, [await self.run(is_wrapped, env, message.wrapper)] * named)
-        assert isinstance(message, (Call, GetAttr))
-        kind = CallReply if isinstance(message, Call) else GetAttrReply
-        args, kwargs = (message.args, message.kwargs) if isinstance(message, Call) else ([], {})
-        values = [await self.run(call_attribute, env, message.name, args, kwargs)] if named else []
-        return values_reply(self.codec, kind, values)
+        one env, as a Gymnasium vector env does them to each of its sub-envs."""
+        assert isinstance(message, (Call, GetAttr, SetAttr, IsWrapped))
+        return await self.answer_attribute(message, OneEnv(self._env()), 1, broadcast=False)
 
     def state(self) -> dict:
         return {

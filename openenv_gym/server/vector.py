@@ -41,7 +41,7 @@ from ..envpool import EnvPoolVectorEnv
 from ..errors import ErrorCode, ProtocolError
 from ..protocol import ClientMessage, Codec, Render, ServerMessage, validation_error
 from ..protocol import vector as wire
-from .attributes import SubEnvs, answer_is_wrapped, chosen
+from .attributes import SubEnvs, answer_is_wrapped
 from .routes import Opening, Route
 from .session import EnvCaller, EnvHost
 from .source import EnvSource
@@ -166,30 +166,12 @@ class VectorSession(EnvHost):
         raise ProtocolError(ErrorCode.UNKNOWN_TYPE, f"Unknown message type: {message.type}")
 
     async def _attribute(self, message: wire.Call | wire.GetAttr | wire.SetAttr | wire.IsWrapped) -> ServerMessage:
-        """An attribute message (:mod:`~openenv_gym.protocol.attributes`) on the
-        envs ``indices`` names (``None``: every env), one by one, as Gymnasium's
-        vector envs' ``call`` / ``set_attr`` do them, the other envs untouched."""
+        """An attribute message on the sub-envs, one by one, as Gymnasium's vector
+        envs' ``call`` / ``set_attr`` do them (:meth:`EnvHost.answer_attribute`)."""
         vector = self._vector()
         if isinstance(vector, EnvPoolVectorEnv):
             vector.call(getattr(message, "name", "is_wrapped"))  # raises why an EnvPool env has no attributes
-        indices = chosen(message.indices, self.num_envs)
-        envs = SubEnvs(vector)
-        if isinstance(message, wire.IsWrapped):
-            answers = await self.run(envs.is_wrapped, indices, message.wrapper)
-            return wire.values_reply(self.codec, wire.IsWrappedReply, answers)
-        if isinstance(message, wire.SetAttr):
-            values = self.codec.unpack_data(message.values, message.types)
-            if message.indices is None and not (isinstance(values, list) and len(values) == self.num_envs):
-                values = [values] * self.num_envs  # one value for all, as SyncVectorEnv.set_attr takes it
-            if not isinstance(values, list) or len(values) != len(indices):
-                raise validation_error(
-                    ["values"], f"values must be a list of one value per index ({len(indices)})", message.values
-                )
-            await self.run(envs.set_attr, indices, message.name, values)
-            return wire.SetAttrDone()
-        args, kwargs = (message.args, message.kwargs) if isinstance(message, wire.Call) else ([], {})
-        kind = wire.CallReply if isinstance(message, wire.Call) else wire.GetAttrReply
-        return wire.values_reply(self.codec, kind, await self.run(envs.call, indices, message.name, args, kwargs))
+        return await self.answer_attribute(message, SubEnvs(vector), self.num_envs, broadcast=True)
 
     # -- reset / step ---------------------------------------------------------
 
