@@ -15,6 +15,9 @@
     │   ├── FactoryError             FACTORY_ERROR       (the server closed the connection)
     │   └── SessionError             SESSION_ERROR       (the server closed the connection)
     ├── ConnectionClosedError    (also ConnectionError) the connection is gone
+    │   └── LimitExceededError       the server sent more than a client limit allows (a
+    │                                document or message too large or too deeply nested,
+    │                                a flood of messages nobody asked for): dropped
     ├── MessageTimeoutError      (also TimeoutError) no answer in time
     │   └── WaitTimeoutError         (also multiprocessing.TimeoutError) a ``*_wait(timeout)``
     ├── EnvClosedError           (also gymnasium.error.ClosedEnvironmentError) used after close
@@ -68,6 +71,7 @@ __all__ = [
     "FactoryError",
     "SessionError",
     "ConnectionClosedError",
+    "LimitExceededError",
     "MessageTimeoutError",
     "WaitTimeoutError",
     "EnvClosedError",
@@ -227,8 +231,17 @@ class ConnectionClosedError(OpenEnvGymError, ConnectionError):
     """The connection to the server is gone (closed by either side, or lost)."""
 
 
+class LimitExceededError(ConnectionClosedError):
+    """The server sent more than one of this client's limits allows: an HTTP document
+    over ``max_document_bytes``, a WebSocket message over ``max_message_bytes``, JSON
+    nested deeper than the protocol's limit, or a flood of messages nobody asked for.
+    The client dropped the exchange (or the connection); the message names the server
+    and the limit, which :class:`~openenv_gym.client.ConnectOptions` can raise."""
+
+
 class MessageTimeoutError(OpenEnvGymError, TimeoutError):
-    """The server did not answer within ``message_timeout`` seconds."""
+    """The server did not answer within ``message_timeout`` seconds (an HTTP exchange
+    or a handshake: within ``connect_timeout``)."""
 
 
 class WaitTimeoutError(MessageTimeoutError, multiprocessing.TimeoutError):

@@ -24,7 +24,6 @@ spends minutes on a gradient update does not lose its session.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import select
@@ -32,13 +31,11 @@ import socket
 import ssl
 import threading
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from websockets.client import ClientProtocol
+from websockets.exceptions import PayloadTooBig
 from websockets.extensions.permessage_deflate import ClientPerMessageDeflateFactory
 from websockets.frames import Opcode
 from websockets.http11 import Response
@@ -46,11 +43,11 @@ from websockets.protocol import State
 from websockets.typing import Subprotocol
 from websockets.uri import parse_uri
 
-from ..errors import ConnectionClosedError, MessageTimeoutError
+from ..errors import ConnectionClosedError, LimitExceededError, MessageTimeoutError
 from ..protocol import PROCESS_HEADER, PROCESS_TOKEN, is_loopback, spin_turn
 from .options import ConnectOptions
 
-__all__ = ["Connection", "wait_for_messages", "ws_url", "http_url", "get_json", "post_json"]
+__all__ = ["Connection", "wait_for_messages", "ws_url", "http_url"]
 
 _RECV_BYTES = 1 << 18
 
@@ -61,6 +58,10 @@ LOOPBACK_BUSY_POLL = 0.001
 #: waiting at the same time block, so threads never take turns spinning on
 #: the GIL and one process never keeps more than one core busy waiting.
 _POLLING = threading.Lock()
+
+#: Messages a connection keeps unread (a reply, an error frame before a close) before it
+#: takes the server for a flood and drops it: a strict request-reply peer sends one at a time.
+MAX_UNREAD_MESSAGES = 64
 
 #: Seconds without traffic after which a connection's keepalive thread watches its socket.
 _QUIET = 0.05
@@ -121,8 +122,13 @@ class Connection:
         ping_timeout: float | None,
         busy_poll: float = 0.0,
         send_timeout: float | None = None,
+        max_message_bytes: int = 100 * 1024 * 1024,
     ) -> None:
         self._sock = sock
+        self._max_message_bytes = max_message_bytes
+        #: Bytes of messages kept unread before the server counts as flooding: one
+        #: message of the largest size, and room for its error frame.
+        self._unread_bytes = max_message_bytes + (1 << 20)
         self._busy_poll = busy_poll
         self._send_timeout = send_timeout
         self._protocol = protocol
@@ -130,6 +136,10 @@ class Connection:
         self.subprotocol: str | None = protocol.subprotocol
         self._lock = threading.Lock()
         self._pending: list = []
+        self._pending_bytes = 0
+        #: The frames of a fragmented message so far (RFC 6455 §5.4), and its opcode.
+        self._fragments: list[bytes] = []
+        self._fragmented: Opcode | None = None
         self._last_io = time.monotonic()
         self._ping_interval = ping_interval
         self._ping_timeout = ping_timeout
@@ -160,16 +170,19 @@ class Connection:
             extensions=extensions,
             max_size=options.max_message_bytes,
         )
+        deadline = None if options.connect_timeout is None else time.monotonic() + options.connect_timeout
         try:
             sock = socket.create_connection((uri.host, uri.port), timeout=options.connect_timeout)
         except OSError as exc:
             raise ConnectionClosedError(f"Failed to connect to {url}: {exc}") from exc
         try:
-            sock, response, early = _handshake(sock, protocol, uri, url, options)
+            sock, response, early = _handshake(sock, protocol, uri, url, options, deadline)
         except BaseException as exc:
             sock.close()
             if isinstance(exc, (socket.timeout, TimeoutError)) and not isinstance(exc, MessageTimeoutError):
-                raise MessageTimeoutError(f"WebSocket handshake with {url} timed out") from exc
+                raise MessageTimeoutError(
+                    f"WebSocket handshake with {url} took longer than {options.connect_timeout} s (connect_timeout)"
+                ) from exc
             if isinstance(exc, OSError) and not isinstance(exc, ConnectionClosedError):
                 raise ConnectionClosedError(f"Failed to connect to {url}: {exc}") from exc
             raise
@@ -179,7 +192,7 @@ class Connection:
             busy_poll = LOOPBACK_BUSY_POLL if is_loopback(uri.host) and not same_process else 0.0
         conn = cls(
             sock, protocol, url, ping_interval=options.ping_interval, ping_timeout=options.ping_timeout,
-            busy_poll=busy_poll, send_timeout=options.message_timeout,
+            busy_poll=busy_poll, send_timeout=options.message_timeout, max_message_bytes=options.max_message_bytes,
         )
         conn._absorb(early)
         return conn
@@ -212,7 +225,9 @@ class Connection:
                 raise MessageTimeoutError(f"No message from {self.url} within {timeout} s")
             if not self._pending:
                 self._check_open()  # closed or lost: raises why
-            return self._pending.pop(0)
+            message = self._pending.pop(0)
+            self._pending_bytes -= len(message)
+            return message
 
     def wait(self, timeout: float | None = None) -> bool:
         """Wait until a message is here to read, or none ever will be (the
@@ -257,6 +272,14 @@ class Connection:
     # -- internals ----------------------------------------------------------
 
     def _check_open(self) -> None:
+        broken = self._protocol.parser_exc
+        if broken is not None and self._error is None:
+            if isinstance(broken, PayloadTooBig):
+                raise LimitExceededError(
+                    f"{self.url} sent a message over this client's limit of {self._max_message_bytes:,} "
+                    f"bytes (max_message_bytes): the connection was dropped"
+                ) from broken
+            raise ConnectionClosedError(f"{self.url} broke the WebSocket protocol: {broken}") from broken
         if self._error is not None and self._protocol.state is not State.OPEN:
             raise ConnectionClosedError(
                 f"Connection to {self.url} was lost: {self._error}"
@@ -379,12 +402,22 @@ class Connection:
         self._absorb(self._protocol.events_received(), reply=False)
 
     def _absorb(self, events: list, *, reply: bool = True) -> None:
+        """Take the frames received: messages (fragmented ones reassembled, RFC 6455
+        §5.4: the protocol bounds their whole size by ``max_message_bytes``) into
+        :attr:`pending`; a pong ends the wait for one."""
         for event in events:
             opcode = getattr(event, "opcode", None)
-            if opcode is Opcode.TEXT:
-                self._pending.append(event.data.decode("utf-8"))
-            elif opcode is Opcode.BINARY:
-                self._pending.append(bytes(event.data))
+            if opcode is Opcode.TEXT or opcode is Opcode.BINARY:
+                if event.fin:
+                    self._deliver(opcode, event.data)
+                else:
+                    self._fragmented, self._fragments = opcode, [bytes(event.data)]
+            elif opcode is Opcode.CONT and self._fragmented is not None:
+                self._fragments.append(bytes(event.data))
+                if event.fin:
+                    opcode, data = self._fragmented, b"".join(self._fragments)
+                    self._fragmented, self._fragments = None, []
+                    self._deliver(opcode, data)
             elif opcode is Opcode.PONG:
                 self._ping_sent_at = None
         if reply:  # pongs, close replies
@@ -395,6 +428,42 @@ class Connection:
                 self._sock.close()
             except OSError:
                 pass
+
+    def _deliver(self, opcode: Opcode, data: bytes | bytearray | memoryview) -> None:
+        """Queue one whole message, unless the server broke the protocol with it (a text
+        message that is not UTF-8) or floods the client with messages nobody reads."""
+        if self._protocol.state is not State.OPEN:
+            return  # the connection failed in the middle of this batch of frames
+        if len(self._pending) >= MAX_UNREAD_MESSAGES or self._pending_bytes + len(data) > self._unread_bytes:
+            self._fail(
+                1008, LimitExceededError(
+                    f"{self.url} sent more than {MAX_UNREAD_MESSAGES} messages (or "
+                    f"{self._unread_bytes:,} bytes) nobody asked for: the connection was dropped"
+                ),
+            )
+            return
+        if opcode is Opcode.TEXT:
+            try:
+                message: str | bytes = bytes(data).decode("utf-8")
+            except UnicodeDecodeError as exc:
+                self._fail(1007, ConnectionClosedError(f"{self.url} sent a text message that is not UTF-8: {exc}"))
+                return
+        else:
+            message = bytes(data)
+        self._pending.append(message)
+        self._pending_bytes += len(message)
+
+    def _fail(self, code: int, error: ConnectionClosedError) -> None:
+        """Close the connection on the server's fault, with ``code``; reading raises ``error``."""
+        self._protocol.fail(code, str(error)[:120])
+        self._flush_quietly()
+        self._lost(error)
+
+    def _flush_quietly(self) -> None:
+        try:
+            self._flush()
+        except (OSError, ConnectionClosedError, MessageTimeoutError):
+            pass
 
     def _lost(self, exc: BaseException) -> None:
         self._error = exc
@@ -503,14 +572,15 @@ def _recorded(read: Callable[[], None]) -> None:
 
 
 def _handshake(
-    sock: socket.socket, protocol: ClientProtocol, uri: Any, url: str, options: ConnectOptions
+    sock: socket.socket, protocol: ClientProtocol, uri: Any, url: str, options: ConnectOptions,
+    deadline: float | None,
 ) -> tuple[socket.socket, Response, list]:
-    """The WebSocket handshake on a connected socket (TLS first for ``wss``), within
-    ``options.connect_timeout``: the socket to use, the server's response, and any
-    frames that came in the same packets as the response."""
-    deadline = None if options.connect_timeout is None else time.monotonic() + options.connect_timeout
+    """The WebSocket handshake on a connected socket (TLS first for ``wss``), by
+    ``deadline`` (``time.monotonic()``; ``None``: none): the socket to use, the
+    server's response, and any frames that came in the same packets as the response."""
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     if uri.secure:
+        sock.settimeout(None if deadline is None else max(deadline - time.monotonic(), 0.001))
         sock = ssl.create_default_context().wrap_socket(sock, server_hostname=uri.host)
     request = protocol.connect()
     request.headers[PROCESS_HEADER] = PROCESS_TOKEN
@@ -523,7 +593,9 @@ def _handshake(
     while response is None:
         remaining = None if deadline is None else deadline - time.monotonic()
         if remaining is not None and remaining <= 0:
-            raise MessageTimeoutError(f"WebSocket handshake with {url} timed out")
+            raise MessageTimeoutError(
+                f"WebSocket handshake with {url} took longer than {options.connect_timeout} s (connect_timeout)"
+            )
         sock.settimeout(remaining)
         data = sock.recv(_RECV_BYTES)
         if data:
@@ -552,43 +624,3 @@ def _blocking_again(sock: socket.socket) -> None:
         sock.settimeout(None)
     except OSError:
         pass  # closed: the next use reports it
-
-
-def get_json(
-    url: str, *, headers: Mapping[str, str] | None = None, timeout: float | None = 10.0
-) -> Any:
-    """GET ``url`` and decode its JSON body (used for ``/schema`` and ``/health``).
-
-    Loopback URLs bypass any proxy set in the environment, like OpenEnv's client.
-    """
-    return _json_exchange("GET", url, None, headers, timeout)
-
-
-def post_json(
-    url: str, body: Any, *, headers: Mapping[str, str] | None = None, timeout: float | None = 10.0
-) -> Any:
-    """POST ``body`` as JSON to ``url`` and decode the JSON answer (a stock server's ``/reset``)."""
-    return _json_exchange("POST", url, body, headers, timeout)
-
-
-def _json_exchange(
-    method: str, url: str, body: Any, headers: Mapping[str, str] | None, timeout: float | None
-) -> Any:
-    data = None if body is None else json.dumps(body).encode()
-    sent = dict(headers or {}, **({"Content-Type": "application/json"} if data is not None else {}))
-    request = urllib.request.Request(url, data=data, headers=sent, method=method)
-    host = urllib.parse.urlsplit(url).hostname or ""
-    handlers = [urllib.request.ProxyHandler({})] if is_loopback(host) else []
-    opener = urllib.request.build_opener(*handlers)
-    try:
-        with opener.open(request, timeout=timeout) as response:
-            answer = response.read()
-    except urllib.error.HTTPError as exc:
-        raise ConnectionClosedError(f"{method} {url} answered HTTP {exc.code}: {exc.reason}") from exc
-    except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise ConnectionClosedError(f"{method} {url} failed: {reason}") from exc
-    try:
-        return json.loads(answer)
-    except ValueError as exc:
-        raise ConnectionClosedError(f"{method} {url} did not return JSON: {exc}") from exc

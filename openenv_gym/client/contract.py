@@ -28,7 +28,7 @@ from ..protocol import gym as gym_data
 from ..protocol.attributes import ATTRIBUTES_VERSION
 from ..protocol.gym import GymStep
 from ..spaces.stock import EXTRA_FIELDS, MISSING_FIELDS, RESERVED_OBSERVATION_FIELDS, FieldOverrides
-from .connection import get_json, post_json
+from .http import get_json, post_json
 from .options import ConnectOptions
 
 __all__ = [
@@ -186,7 +186,7 @@ def read_contract(
     with ``POST /reset`` (a stateless reset that holds no session, so it works on a server
     that takes one session at a time). When that reset fails, the view is inferred from the
     schema alone, and its rules say why."""
-    schema = get_json(f"{base_url}/schema", headers=options.request_headers, timeout=options.connect_timeout)
+    schema = get_json(f"{base_url}/schema", options)
     if not isinstance(schema, dict):
         raise OpenEnvGymError(f"{base_url}/schema did not return a JSON object")
     first: Mapping[str, Any] | None = None
@@ -196,8 +196,7 @@ def read_contract(
         source = "not needed: both spaces given"
     elif not isinstance(schema.get(EXTENSION_KEY), dict) and spaces.needs_first_observation(schema):
         try:
-            reply = post_json(f"{base_url}/reset", {}, headers=options.request_headers,
-                              timeout=options.connect_timeout)
+            reply = post_json(f"{base_url}/reset", {}, options)
         except ConnectionClosedError as exc:
             source = f"none: {exc}; lists stay Sequences and integer actions unbounded"
         else:

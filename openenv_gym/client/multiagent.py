@@ -39,7 +39,8 @@ from ..errors import OpenEnvGymError, ProtocolMismatchError
 from ..protocol import EXTENSION_KEY, WS_REPLIES, Render, RenderReply, Reset, State, StateReply
 from ..protocol import agents as wire
 from ..protocol.attributes import ATTRIBUTE_REPLIES, Call, read_values
-from .connection import get_json, http_url
+from .connection import http_url
+from .http import get_json
 from .options import ConnectOptions
 from .pickling import PicklesAsArguments, remembers_arguments
 from .session import RemoteSession
@@ -58,7 +59,7 @@ class _Game:
     def __init__(self, base_url: str, api: str, options: ConnectOptions) -> None:
         self.base_url = http_url(base_url)
         self.api = api
-        schema = get_json(f"{self.base_url}/schema", headers=options.request_headers, timeout=options.connect_timeout)
+        schema = get_json(f"{self.base_url}/schema", options)
         extension = (schema.get(EXTENSION_KEY) or {}) if isinstance(schema, dict) else {}
         description = extension.get("multiagent")
         if not isinstance(description, dict):

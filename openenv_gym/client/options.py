@@ -53,9 +53,14 @@ class ConnectOptions:
             with ``--token``).
         headers: extra HTTP headers for ``/schema``, ``/health`` and the
             WebSocket handshake.
-        connect_timeout: seconds for the TCP + WebSocket handshake and ``/schema``.
+        connect_timeout: seconds for the TCP connect and WebSocket handshake together,
+            and for each whole HTTP exchange (``/schema``, ``/metadata``, ``/health``, a
+            stateless ``POST /reset``: connect, headers and body, however slowly they come).
         message_timeout: seconds to wait for each reply.
-        max_message_bytes: the largest message accepted from the server.
+        max_message_bytes: the largest WebSocket message accepted from the server
+            (fragmented messages count whole).
+        max_document_bytes: the largest HTTP body accepted from the server; JSON
+            documents also keep to the protocol's nesting limit, as frames do.
         ping_interval, ping_timeout: keepalive pings while the connection sits
             idle (``None`` turns them off, for tunnels that drop pings).
         compression: ``"deflate"`` to offer permessage-deflate (JSON over slow
@@ -77,6 +82,7 @@ class ConnectOptions:
     connect_timeout: float | None = 10.0
     message_timeout: float | None = 60.0
     max_message_bytes: int = 100 * 1024 * 1024
+    max_document_bytes: int = 8 * 1024 * 1024
     ping_interval: float | None = 20.0
     ping_timeout: float | None = 20.0
     compression: Literal["deflate"] | None = None
@@ -88,6 +94,9 @@ class ConnectOptions:
             raise ValueError(f"encoding must be 'auto', 'json' or 'msgpack', not {self.encoding!r}")
         if self.compression not in (None, "deflate"):
             raise ValueError(f"compression must be None or 'deflate', not {self.compression!r}")
+        for name in ("max_message_bytes", "max_document_bytes"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+                raise ValueError(f"{name} must be a positive number of bytes, not {getattr(self, name)!r}")
         if self.busy_poll is not None and self.busy_poll < 0:
             raise ValueError(f"busy_poll must be a number of seconds >= 0, not {self.busy_poll!r}")
         reconnect: Any = self.reconnect
@@ -123,6 +132,15 @@ class ConnectOptions:
         )
 
     @property
+    def document_limits(self) -> Limits:
+        """The limits on an HTTP document the server sends: ``max_document_bytes``, and
+        the protocol's nesting limit."""
+        size = self.max_document_bytes
+        return Limits(
+            max_frame_bytes=size, max_array_bytes=size, max_container_len=size, max_items=size, max_arrays=size
+        )
+
+    @property
     def subprotocols(self) -> tuple[str, ...]:
         """The subprotocols the handshake offers."""
         return OFFERS[self.encoding]
@@ -137,6 +155,7 @@ class ConnectKwargs(TypedDict, total=False):
     connect_timeout: float | None
     message_timeout: float | None
     max_message_bytes: int
+    max_document_bytes: int
     ping_interval: float | None
     ping_timeout: float | None
     compression: Literal["deflate"] | None

@@ -56,7 +56,8 @@ from ..errors import (
 from ..protocol import Observation, Reset, jsonable
 from ..protocol.tools import Tool, ToolResult, call_tool_step, list_tools_step, read_tool_result, read_tools
 from ..text import view_for
-from .connection import get_json, http_url
+from .connection import http_url
+from .http import get_json
 from .options import ConnectOptions
 from .remote_env import RemoteEnv
 from .session import RemoteSession
@@ -351,7 +352,7 @@ def _list_tools(url: str, options: ConnectOptions) -> list[Tool] | None:
 def _server_name(url: str, options: ConnectOptions) -> str:
     """The name a server gives its env on ``/metadata`` (openenv-gym servers: the env id)."""
     try:
-        metadata = get_json(f"{url}/metadata", headers=options.request_headers, timeout=options.connect_timeout)
+        metadata = get_json(f"{url}/metadata", options)
     except ConnectionClosedError:
         metadata = None
     name = metadata.get("name") if isinstance(metadata, dict) else None

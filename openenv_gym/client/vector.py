@@ -60,8 +60,9 @@ from ..protocol import vector as wire
 from ..protocol.attributes import ATTRIBUTE_REPLIES, class_path
 from ..protocol.vector import AutoresetLike
 from .async_session import AsyncSession, BlockingSession
-from .connection import get_json, http_url
+from .connection import http_url
 from .contract import Contract, FieldOverrides, read_contract
+from .http import get_json
 from .loop import InlineRunner, LoopThread
 from .options import ConnectOptions
 from .pickling import PicklesAsArguments, remembers_arguments
@@ -139,11 +140,11 @@ def _placement(sizes: Mapping[str, int], num_envs: int) -> list[int]:
     return list(sizes.values())
 
 
-def _server_load(url: str, headers: Mapping[str, str] | None, timeout: float | None) -> tuple[int, int | None]:
+def _server_load(url: str, options: ConnectOptions) -> tuple[int, int | None]:
     """``(envs held, envs it has room for)`` from an openenv-gym server's
     ``/health``; a stock server reports neither: ``(0, None)``."""
     try:
-        health = get_json(f"{url}/health", headers=headers, timeout=timeout)
+        health = get_json(f"{url}/health", options)
     except ConnectionClosedError:
         return 0, None
     if not isinstance(health, dict):
@@ -314,7 +315,7 @@ class RemoteVectorEnv(PicklesAsArguments, VectorEnv):
         elif placed is not None:
             sizes = placed
         elif len(urls) > 1:
-            loads = [_server_load(u, options.request_headers, options.connect_timeout) for u in urls]
+            loads = [_server_load(u, options) for u in urls]
             sizes = _least_loaded_split(self.num_envs, loads)
         else:
             sizes = [self.num_envs]

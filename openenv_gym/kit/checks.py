@@ -1405,6 +1405,12 @@ def main(target: str, *, json_path: str | None = None, markdown_path: str | None
     except (OpenEnvGymError, OSError) as exc:  # a URL that does not answer as an OpenEnv server
         print(f"openenv-gym: cannot check {target}: {exc} (is an OpenEnv server listening there?)", file=sys.stderr)
         return 1
+    except Exception as exc:  # noqa: BLE001 - a server that answers what no OpenEnv server would
+        if not is_url(target):
+            raise
+        print(f"openenv-gym: cannot check {target}: it answered what an OpenEnv server does not "
+              f"({type(exc).__name__}: {exc})", file=sys.stderr)
+        return 1
     print(table(report))
     if json_path:
         Path(json_path).write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")

@@ -124,7 +124,7 @@ def open_env(url: str) -> Any:
 def read_facts(url: str) -> ServerFacts:
     """What the checks need to know of the server at ``url`` (see the module docstring)."""
     from ..client import RemoteEnv
-    from ..client.connection import get_json
+    from ..client.http import get_json
 
     schema = get_json(f"{url}/schema")
     if not isinstance(schema, dict):

@@ -19,7 +19,8 @@ from typing import Any
 
 import ray
 
-from ..client.connection import get_json
+from ..client import ConnectOptions
+from ..client.http import get_json
 from ..errors import ListenError
 from ..server.polling import DEFAULT_BUSY_POLL
 from ..server.run import local_server
@@ -75,7 +76,7 @@ class EnvServer:
     def health(self, timeout: float = 10.0) -> dict[str, Any]:
         """The server's own ``/health``, fetched over its socket (so a server
         whose loop is stuck fails here), with its address."""
-        health = get_json(f"{self.url}/health", headers=None, timeout=timeout)
+        health = get_json(f"{self.url}/health", ConnectOptions(connect_timeout=timeout))
         return {**(health if isinstance(health, dict) else {}), **self.address()}
 
     def close(self) -> None:

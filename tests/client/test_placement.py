@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import openenv_gym
-from openenv_gym.client.connection import get_json
+from openenv_gym.client.http import get_json
 from openenv_gym.client.retry import RECONNECTED, Reconnect
 from tests.conftest import free_port, serve_args, server_process
 from tests.parity import run_parity

@@ -117,7 +117,7 @@ def test_call_get_attr_set_attr_render(mode):
 
 
 def test_server_advertises_vector_and_refuses_bad_opens(servers):
-    from openenv_gym.client.connection import get_json
+    from openenv_gym.client.http import get_json
 
     schema = get_json(f"{servers['CartPole-v1']}/schema")
     assert schema["x-openenv-gym"]["vector"] == {"path": "/vector", "version": 1}
@@ -276,7 +276,7 @@ def test_send_steps_whole_server_sessions_in_any_order_and_refuses_what_it_canno
 
 
 def _active(url: str) -> int:
-    from openenv_gym.client.connection import get_json
+    from openenv_gym.client.http import get_json
 
     return get_json(f"{url}/health")["active_sessions"]
 
