@@ -2,15 +2,28 @@
 tools and their results, and OpenEnv's tool actions inside ``/ws`` steps.
 
 :func:`parse_request` validates a decoded request the way OpenEnv's server
-does; every failure is a :class:`JsonRpcError` carrying the response to send.
+does; every failure is a :class:`JsonRpcError` carrying the response to send. A
+request without an ``id`` member is a notification, which JSON-RPC never answers,
+not even with an error (``"id": null`` is a request whose id is null):
 
     >>> parse_request({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
-    Request(id=1, method='tools/list', params={})
+    Request(id=1, method='tools/list', params={}, notification=False)
+    >>> parse_request({"jsonrpc": "2.0", "method": "tools/call"}).notification
+    True
     >>> try:
     ...     parse_request({"jsonrpc": "2.0", "id": 2})
     ... except JsonRpcError as exc:
     ...     exc.response["error"]["code"]
     -32600
+    >>> try:
+    ...     parse_request({"jsonrpc": "2.0", "method": "tools/call", "params": [1]})
+    ... except JsonRpcError as exc:
+    ...     exc.response is None
+    True
+
+A batch (a JSON array of requests) is answered by an array of the responses to its
+requests, none for its notifications (:func:`check_batch` refuses an empty or an
+overlong one).
 
 Tools and results come in two dialects. OpenEnv's (``spec=False``) is what its
 servers send, a dump of FastMCP's objects: tools with every field of MCP's
@@ -49,6 +62,9 @@ __all__ = [
     "error_for",
     "SERVER_ERROR",
     "parse_request",
+    "check_batch",
+    "MAX_BATCH_REQUESTS",
+    "JsonRpcResponse",
     "error_response",
     "tool_not_found",
     "result_response",
@@ -114,25 +130,40 @@ def parse_error(reason: str) -> dict[str, Any]:
     return error_response(None, PARSE_ERROR_CODE, f"Parse error: {reason}")
 
 
-class JsonRpcError(OpenEnvGymError):
-    """A request that cannot be served; ``response`` is the JSON-RPC error to send."""
+#: What a server sends for one JSON-RPC message: a response, or an array of them for a batch.
+JsonRpcResponse = dict[str, Any] | list[dict[str, Any]]
 
-    def __init__(self, response: dict[str, Any]) -> None:
+#: Requests one JSON-RPC batch may hold: they are answered in turn, and each may cost an
+#: env (a ``tools/*`` naming no session runs on a throwaway one).
+MAX_BATCH_REQUESTS = 100
+
+
+class JsonRpcError(OpenEnvGymError):
+    """A request that cannot be served; ``response`` is the JSON-RPC error to send
+    (``None`` for a notification: JSON-RPC answers none, not even an error)."""
+
+    def __init__(self, response: dict[str, Any], *, notification: bool = False) -> None:
         super().__init__(response["error"]["message"])
-        self.response = response
+        self.response = None if notification else response
 
 
 @dataclass(slots=True)
 class Request:
-    """One validated JSON-RPC request (``id`` is ``None`` for a notification)."""
+    """One validated JSON-RPC request; a ``notification`` (no ``id`` member) gets no response."""
 
     id: Any
     method: str
     params: dict[str, Any] = field(default_factory=dict)
+    notification: bool = False
 
 
 def parse_request(payload: Any) -> Request:
-    """Validate a decoded JSON-RPC request."""
+    """Validate a decoded JSON-RPC request.
+
+    What is not a request at all (no object, no ``"jsonrpc": "2.0"``, no string
+    ``method``) is answered Invalid Request, with or without an ``id``, as JSON-RPC
+    says; a notification's other faults (its ``params``) are answered by nothing.
+    """
     if not isinstance(payload, dict):
         raise JsonRpcError(error_response(None, INVALID_REQUEST, "Invalid request: expected a JSON object"))
     request_id = payload.get("id")
@@ -142,10 +173,32 @@ def parse_request(payload: Any) -> Request:
     if missing or payload.get("jsonrpc") != "2.0" or not isinstance(payload.get("method"), str):
         reason = f"missing {', '.join(missing)}" if missing else "jsonrpc must be '2.0' and method a string"
         raise JsonRpcError(error_response(request_id, INVALID_REQUEST, f"Invalid request: {reason}"))
+    notification = "id" not in payload
     params = payload.get("params")
     if params is not None and not isinstance(params, dict):
-        raise JsonRpcError(error_response(request_id, INVALID_PARAMS, "Invalid params: expected an object"))
-    return Request(request_id, payload["method"], params or {})
+        raise JsonRpcError(
+            error_response(request_id, INVALID_PARAMS, "Invalid params: expected an object"), notification=notification
+        )
+    return Request(request_id, payload["method"], params or {}, notification)
+
+
+def check_batch(batch: list[Any]) -> None:
+    """Refuse a JSON-RPC batch that is empty or holds more than :data:`MAX_BATCH_REQUESTS`
+    requests: one Invalid Request answers it all.
+
+        >>> try:
+        ...     check_batch([])
+        ... except JsonRpcError as exc:
+        ...     exc.response["error"]["message"]
+        'Invalid request: an empty batch'
+    """
+    if not batch:
+        raise JsonRpcError(error_response(None, INVALID_REQUEST, "Invalid request: an empty batch"))
+    if len(batch) > MAX_BATCH_REQUESTS:
+        raise JsonRpcError(error_response(
+            None, INVALID_REQUEST,
+            f"Invalid request: a batch of {len(batch)} requests; send at most {MAX_BATCH_REQUESTS} in one batch",
+        ))
 
 
 @dataclass(slots=True)
@@ -163,13 +216,13 @@ class JsonRpcMessage(ClientMessage):
 
 @dataclass(slots=True)
 class JsonRpcReply(ServerMessage):
-    """A JSON-RPC response on ``WS /mcp``: the frame is the response."""
+    """A JSON-RPC response (or a batch's array of them) on ``WS /mcp``: the frame is the response."""
 
     type: ClassVar[str] = "jsonrpc"
 
-    response: dict[str, Any]
+    response: JsonRpcResponse
 
-    def to_wire(self) -> dict[str, Any]:
+    def to_wire(self) -> Any:
         return self.response
 
 

@@ -12,8 +12,17 @@ method                    answer
                           ``"closing": true`` while a ``/ws`` is attached to it)
 ``initialize``            MCP's handshake: the protocol version, ``{"tools": {}}``, the server
 ``ping``                  ``{}``
-``notifications/*``       nothing (``POST /mcp`` answers HTTP 202)
+``notifications/*``       ``{}`` (MCP sends them as notifications, which get nothing)
 ========================  =================================================================
+
+A notification (a request without an ``id`` member) gets no response: nothing on
+``WS /mcp``, HTTP 202 on ``POST /mcp``, and in a batch no entry (a batch of notifications
+only, no answer at all). OpenEnv's ``/ws`` ``mcp`` envelope answers every frame: there a
+notification gets :data:`ACKNOWLEDGED`. A notification's method runs where it can have an
+effect: on the session the request arrived on or names, and ``openenv/session/close``. Where
+its only outcome would be the response nobody gets, nothing runs: ``tools/*`` naming no
+session (a throwaway env, built and closed for no one), ``openenv/session/create`` and
+``initialize`` opening one (a session whose id is never told, held until it idles out).
 
 Requests arrive two ways:
 
@@ -31,8 +40,9 @@ Requests arrive two ways:
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, overload
 
 from .._version import __version__
 from ..errors import ProtocolError, ToolCallError
@@ -44,7 +54,9 @@ from ..protocol.mcp import (
     METHOD_NOT_FOUND,
     SERVER_ERROR,
     JsonRpcError,
+    JsonRpcResponse,
     Request,
+    check_batch,
     error_response,
     initialize_result,
     parse_request,
@@ -59,7 +71,8 @@ if TYPE_CHECKING:
 
 __all__ = ["answer", "answer_http", "HttpAnswer", "Registry", "ACKNOWLEDGED", "NOT_SUPPORTED"]
 
-#: What a ``/ws`` ``mcp`` frame carrying a notification gets (``/ws`` answers every frame).
+#: What a ``/ws`` ``mcp`` frame carrying a notification gets (``/ws`` answers every frame;
+#: OpenEnv 0.10's servers, which tell no notification apart, send the method's response there).
 ACKNOWLEDGED = result_response(None, {})
 #: The message of OpenEnv's servers for an env without tools.
 NOT_SUPPORTED = "Environment does not support MCP"
@@ -87,20 +100,37 @@ class Registry(Protocol):
 
 @dataclass(frozen=True)
 class HttpAnswer:
-    """The answer to a ``POST /mcp``: the response (``None`` for a notification: HTTP
-    202), and the id of the session ``initialize`` opened (the ``Mcp-Session-Id`` header)."""
+    """The answer to a ``POST /mcp``: the response (``None`` for a notification, or a batch
+    of them: HTTP 202), and the id of the session ``initialize`` opened (the
+    ``Mcp-Session-Id`` header)."""
 
-    response: dict[str, Any] | None
+    response: JsonRpcResponse | None
     session_id: str | None = None
 
 
-async def answer(payload: Any, session: EnvHost | None) -> dict[str, Any] | None:
-    """The response to a request that arrived on ``session`` (``None``: a notification)."""
+@overload
+async def answer(payload: dict[str, Any], session: EnvHost | None) -> dict[str, Any] | None: ...
+@overload
+async def answer(payload: Any, session: EnvHost | None) -> JsonRpcResponse | None: ...
+async def answer(payload: Any, session: EnvHost | None) -> JsonRpcResponse | None:
+    """The response to a request (or batch) that arrived on ``session``; ``None`` for a
+    notification, whose method runs all the same."""
+    if isinstance(payload, list):
+        return await _batch(payload, lambda item: _answer_one(item, session))
+    return await _answer_one(payload, session)
+
+
+async def _answer_one(payload: Any, session: EnvHost | None) -> dict[str, Any] | None:
     try:
         request = parse_request(payload)
     except JsonRpcError as exc:
         return exc.response
-    if session is None or request.method == "ping" or _is_notification(request):
+    response = await _on_session(request, session)
+    return None if request.notification else response
+
+
+async def _on_session(request: Request, session: EnvHost | None) -> dict[str, Any] | None:
+    if session is None or request.method == "ping":
         return _common(request)
     method, params = request.method, request.params
     if method == "initialize":
@@ -126,15 +156,51 @@ async def answer(payload: Any, session: EnvHost | None) -> dict[str, Any] | None
 async def answer_http(
     payload: Any, registry: Registry, *, session: EnvHost | None = None, spec: bool = False
 ) -> HttpAnswer:
-    """The answer to a ``POST /mcp`` body; ``session`` is the one its ``Mcp-Session-Id``
-    header names, ``spec`` whether the request came from an MCP client."""
+    """The answer to a ``POST /mcp`` body (a request or a batch); ``session`` is the one
+    its ``Mcp-Session-Id`` header names, ``spec`` whether the request came from an MCP client."""
+    if not isinstance(payload, list):
+        return await _http_one(payload, registry, session, spec, batched=False)
+
+    async def one(item: Any) -> dict[str, Any] | None:
+        response = (await _http_one(item, registry, session, spec, batched=True)).response
+        assert not isinstance(response, list)
+        return response
+
+    return HttpAnswer(await _batch(payload, one))
+
+
+async def _http_one(
+    payload: Any, registry: Registry, session: EnvHost | None, spec: bool, *, batched: bool
+) -> HttpAnswer:
+    """One request of a ``POST /mcp`` body. A notification gets no answer, and its method
+    does not run where only the answer would come of it (:func:`_for_no_one`)."""
     try:
         request = parse_request(payload)
     except JsonRpcError as exc:
         return HttpAnswer(exc.response)
-    method, params = request.method, request.params
-    if _is_notification(request):
+    if request.notification and _for_no_one(request, session):
         return HttpAnswer(None)
+    answered = await _http_request(request, payload, registry, session, spec, batched=batched)
+    return HttpAnswer(None) if request.notification else answered
+
+
+def _for_no_one(request: Request, session: EnvHost | None) -> bool:
+    """Whether a notification's method would only make a response that nobody gets:
+    a throwaway env (``tools/*`` naming no session), a session whose id is never told
+    (``openenv/session/create``, ``initialize`` without a session)."""
+    if request.method in _TOOLS:
+        return session is None and not request.params.get("session_id")
+    return request.method == _CREATE or (request.method == "initialize" and session is None)
+
+
+async def _http_request(
+    request: Request, payload: Any, registry: Registry, session: EnvHost | None, spec: bool, *, batched: bool
+) -> HttpAnswer:
+    method, params = request.method, request.params
+    if method == "initialize" and batched:
+        return HttpAnswer(error_response(
+            request.id, INVALID_REQUEST, "Invalid request: send initialize alone, not in a batch (as MCP says)"
+        ))
     if method == _CLOSE:
         return HttpAnswer(await _close(request, registry))
     if method == _CREATE or (method == "initialize" and session is None):
@@ -151,7 +217,7 @@ async def answer_http(
             return HttpAnswer(await registry.fresh_session(payload, spec=spec))
         session = registry.find_session(str(session_id))
         if session is None:
-            return HttpAnswer(error_response(request.id, INVALID_PARAMS, f"Unknown session_id: {session_id}"))
+            return HttpAnswer(error_response(request.id, INVALID_PARAMS, _unknown(session_id)))
     if session is None:
         return HttpAnswer(_common(request))
     try:
@@ -162,15 +228,23 @@ async def answer_http(
     return HttpAnswer(reply.response)
 
 
-def _is_notification(request: Request) -> bool:
-    return request.method.startswith("notifications/")
+async def _batch(
+    batch: list[Any], answer_one: Callable[[Any], Awaitable[dict[str, Any] | None]]
+) -> JsonRpcResponse | None:
+    """The answer to a JSON-RPC batch: the responses to its requests, in turn and in
+    order, none for its notifications, and ``None`` when all of them are; an empty
+    batch or an overlong one (:func:`~openenv_gym.protocol.mcp.check_batch`) is one error."""
+    try:
+        check_batch(batch)
+    except JsonRpcError as exc:
+        return exc.response
+    responses = [response for item in batch if (response := await answer_one(item)) is not None]
+    return responses or None
 
 
-def _common(request: Request) -> dict[str, Any] | None:
-    """The answer to what needs no session: ``ping``, notifications, unknown methods."""
-    if _is_notification(request):
-        return None
-    if request.method == "ping":
+def _common(request: Request) -> dict[str, Any]:
+    """The answer to what needs no session: ``ping``, ``notifications/*``, unknown methods."""
+    if request.method == "ping" or request.method.startswith("notifications/"):
         return result_response(request.id, {})
     if request.method in (*_TOOLS, _CREATE, _CLOSE, "initialize"):
         return error_response(request.id, INTERNAL_ERROR, NOT_SUPPORTED)
@@ -189,8 +263,12 @@ async def _close(request: Request, registry: Registry | None) -> dict[str, Any]:
         return error_response(request.id, INVALID_PARAMS, "Invalid params - 'session_id' is required")
     closed = None if registry is None else await registry.close_session(str(target))
     if closed is None:
-        return error_response(request.id, INVALID_PARAMS, f"Unknown session_id: {target}")
+        return error_response(request.id, INVALID_PARAMS, _unknown(target))
     return result_response(request.id, closed)
+
+
+def _unknown(session_id: Any) -> str:
+    return f"Unknown session_id: {clipped(str(session_id), MAX_QUOTED_CHARS)}"
 
 
 def _list_tools(request: Request, session: EnvHost) -> dict[str, Any]:
