@@ -42,7 +42,7 @@ from typing import Any, ClassVar, Literal
 
 from . import spaces
 from .protocol.mcp import ToolResult, ToolSpec, tool_not_found
-from .protocol.messages import error_entry, invalid
+from .protocol.messages import Problems, error_entry, invalid
 
 __all__ = ["FieldsEnv", "FieldsObservation", "model_schema", "validate_action", "BASE_STATE_DESCRIPTION"]
 
@@ -237,7 +237,8 @@ def validate_action(schema: Mapping[str, Any], data: Any) -> dict[str, Any]:
     """``data`` checked against an action object schema and coerced like pydantic's lax mode.
 
     Raises :class:`~openenv_gym.errors.ProtocolError` (``VALIDATION_ERROR``) naming
-    every bad field: unknown keys (``extra_forbidden``), missing required ones,
+    the bad fields (the first few, see :class:`~openenv_gym.protocol.messages.Problems`):
+    unknown keys (``extra_forbidden``), missing required ones,
     values of the wrong type. Integers accept integral floats and integer
     strings, numbers accept numeric strings; string enums accept their values.
 
@@ -249,21 +250,21 @@ def validate_action(schema: Mapping[str, Any], data: Any) -> dict[str, Any]:
         raise invalid(error_entry([], "Input should be a valid dictionary", data, "dict_type"))
     properties = schema.get("properties", {})
     defs = schema.get("$defs", {})
-    errors: list[dict] = []
+    problems = Problems()
     out: dict[str, Any] = {}
     for key, value in data.items():
         if key not in properties:
-            errors.append(error_entry([key], "Extra inputs are not permitted", value, "extra_forbidden"))
+            problems.add([key], "Extra inputs are not permitted", value, "extra_forbidden")
             continue
         try:
             out[key] = _coerce(properties[key], value, defs)
         except _Invalid as exc:
-            errors.append(error_entry([key], exc.msg, value, exc.kind))
+            problems.add([key], exc.msg, value, exc.kind)
     for key in schema.get("required", ()):
         if key not in data:
-            errors.append(error_entry([key], "Field required", data, "missing"))
-    if errors:
-        raise invalid(*errors)
+            problems.add([key], "Field required", data, "missing")
+    if problems:
+        raise problems.error()
     return out
 
 

@@ -51,7 +51,7 @@ except ImportError as exc:  # pragma: no cover - depends on the install
     raise missing_extra(exc, "the built-in atari server", "atari") from exc
 
 from ..fields import BASE_STATE_DESCRIPTION, FieldsEnv, FieldsObservation, model_schema
-from ..protocol.messages import error_entry, invalid
+from ..protocol.messages import Problems, error_entry, invalid
 
 __all__ = ["AtariEnvironment", "OBS_TYPES"]
 
@@ -264,25 +264,25 @@ class AtariEnvironment(FieldsEnv):
         ``"3"``, ``3.0`` and ``true`` are action ids, ``"yes"`` is ``true``), with pydantic's
         error entries: each field in the model's order, then each unknown key."""
         if not isinstance(data, dict):
-            raise invalid(_entry(["data"], "Input should be a valid dictionary", data, "dict_type"))
-        errors: list[dict] = []
+            entry = error_entry(["data"], "Input should be a valid dictionary", data, "dict_type")
+            raise invalid({**entry, **_pydantic_keys("dict_type")})
+        problems = Problems()
         out: dict[str, Any] = {}
         for key in cls._FIELDS:
             if key not in data:
                 if key == "action_id":
-                    errors.append(_entry([key], "Field required", data, "missing"))
+                    problems.add([key], "Field required", data, "missing", **_pydantic_keys("missing"))
                 continue
             try:
                 out[key] = _FIELD_CHECKS[key](data[key])
             except _Invalid as exc:
-                errors.append(_entry([key], exc.msg, data[key], exc.kind, exc.ctx))
-        errors.extend(
-            _entry([key], "Extra inputs are not permitted", value, "extra_forbidden")
-            for key, value in data.items()
-            if key not in cls._FIELDS
-        )
-        if errors:
-            raise invalid(*errors)
+                problems.add([key], exc.msg, data[key], exc.kind, **_pydantic_keys(exc.kind, exc.ctx))
+        for key, value in data.items():
+            if key not in cls._FIELDS:
+                problems.add([key], "Extra inputs are not permitted", value, "extra_forbidden",
+                             **_pydantic_keys("extra_forbidden"))
+        if problems:
+            raise problems.error()
         return out
 
 
@@ -307,13 +307,10 @@ class _Invalid(Exception):
         self.msg, self.kind, self.ctx = msg, kind, ctx
 
 
-def _entry(loc: list, msg: str, value: Any, kind: str, ctx: dict[str, Any] | None = None) -> dict[str, Any]:
-    """A VALIDATION_ERROR entry as pydantic 2.14 writes it (``ctx`` and ``url`` included)."""
-    entry = error_entry(loc, msg, value, kind)
-    if ctx is not None:
-        entry["ctx"] = ctx
-    entry["url"] = _PYDANTIC_ERRORS_URL + kind
-    return entry
+def _pydantic_keys(kind: str, ctx: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What pydantic 2.14 writes in a VALIDATION_ERROR entry after ``input``: ``ctx``
+    (when the error has one) and ``url``."""
+    return {**({} if ctx is None else {"ctx": ctx}), "url": _PYDANTIC_ERRORS_URL + kind}
 
 
 def _action_id(value: Any) -> int:

@@ -43,7 +43,8 @@ from ..fields import (
     validate_action,
 )
 from ..protocol.mcp import ToolResult, ToolSpec, tool_error_data
-from ..protocol.messages import quoted
+from ..protocol.messages import Problems
+from ..spaces._common import quoted
 
 __all__ = ["EchoEnvironment", "TOOLS"]
 
@@ -232,25 +233,31 @@ def call_tool(name: str, arguments: dict[str, Any]) -> ToolResult:
 
 
 def _check_arguments(name: str, arguments: dict[str, Any]) -> str:
-    """The ``message`` argument, or the pydantic ``validate_call`` error FastMCP raises."""
-    errors = []
+    """The ``message`` argument, or the pydantic ``validate_call`` error FastMCP raises
+    (its first few problems; the others are counted)."""
+    problems = Problems()
     if "message" not in arguments:
-        errors.append(("message", "Missing required argument", "missing_argument", arguments))
+        problems.add(["message"], "Missing required argument", arguments, "missing_argument", input_type="dict")
     elif not isinstance(arguments["message"], str):
-        errors.append(("message", "Input should be a valid string", "string_type", arguments["message"]))
+        value = arguments["message"]
+        problems.add(["message"], "Input should be a valid string", value, "string_type",
+                     input_type=type(value).__name__)
     for key, value in arguments.items():
         if key != "message":
-            errors.append((key, "Unexpected keyword argument", "unexpected_keyword_argument", value))
-    if not errors:
+            problems.add([key], "Unexpected keyword argument", value, "unexpected_keyword_argument",
+                         input_type=type(value).__name__)
+    if not problems:
         return arguments["message"]
-    lines = [f"{len(errors)} validation error{'s' if len(errors) > 1 else ''} for call[{name}]"]
-    for loc, msg, kind, value in errors:
+    lines = [f"{problems.count} validation error{'s' if problems.count > 1 else ''} for call[{name}]"]
+    for entry in problems.listed:
         lines += [
-            loc,
-            f"  {msg} [type={kind}, input_value={_pydantic_repr(value)}, "
-            f"input_type={type(value).__name__}]",
-            f"    For further information visit {_PYDANTIC_ERRORS_URL}{kind}",
+            entry["loc"][0],
+            f"  {entry['msg']} [type={entry['type']}, input_value={_pydantic_repr(entry['input'])}, "
+            f"input_type={entry['input_type']}]",
+            f"    For further information visit {_PYDANTIC_ERRORS_URL}{entry['type']}",
         ]
+    if problems.count > len(problems.listed):
+        lines.append(f"... and {problems.count - len(problems.listed)} more")
     raise _failure("\n".join(lines))
 
 

@@ -51,8 +51,9 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ..errors import CLOSING_ERRORS, OpenEnvGymError, ProtocolError, ToolCallError
+from ..spaces._common import quoted
 from .hints import jsonable
-from .messages import ClientMessage, Observation, ServerMessage, check_fields, quoted, validation_error
+from .messages import ClientMessage, Observation, ServerMessage, check_fields, validation_error
 
 __all__ = [
     "Request",

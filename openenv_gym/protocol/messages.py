@@ -37,7 +37,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..errors import CLOSING_ERRORS, ErrorCode, ProtocolError, remote_error
-from ..spaces._common import clipped, short_repr
+from ..spaces._common import MAX_QUOTED_CHARS, clipped, short_repr
 from .hints import jsonable
 
 __all__ = [
@@ -62,6 +62,8 @@ __all__ = [
     "validation_error",
     "error_entry",
     "invalid",
+    "Problems",
+    "MAX_LISTED_ERRORS",
     "check_fields",
     "EXTENSION_KEY",
     "RESERVED_RESET_KEYS",
@@ -76,13 +78,14 @@ EXTENSION_KEY = "x-openenv-gym"
 #: back whole.
 MAX_ECHOED_ITEMS = 1_000
 
-#: Characters of a peer's string (a key in an error's ``loc``, an unknown message type,
-#: an MCP method or tool name) an error quotes before it is cut short.
-MAX_QUOTED_CHARS = 100
-
 #: Characters of an env's error message (which may quote what a peer sent) an error
 #: frame carries before it is cut short.
 MAX_ERROR_CHARS = 2_000
+
+#: Problems one error lists (a VALIDATION_ERROR's ``errors``, a tool's refused arguments);
+#: the rest are counted, not described: 100,000 bad keys make an error no longer, and no
+#: dearer to build, than five do.
+MAX_LISTED_ERRORS = 5
 
 #: Keys of ``reset`` data that are never Gymnasium ``options``.
 RESERVED_RESET_KEYS = frozenset({"seed", "episode_id", "injected_state"})
@@ -97,16 +100,6 @@ class Data(enum.Enum):
     OPTIONAL = "optional"
     #: ``data`` must be an object.
     REQUIRED = "required"
-
-
-def quoted(value: Any) -> str:
-    """The repr of a name a peer sent (a tool, a method, a key), for an error message: at
-    most :data:`MAX_QUOTED_CHARS` of a string's characters.
-
-        >>> quoted("move"), quoted(3)
-        ("'move'", '3')
-    """
-    return repr(clipped(value, MAX_QUOTED_CHARS)) if isinstance(value, str) else short_repr(value, MAX_QUOTED_CHARS)
 
 
 def error_entry(loc: list, msg: str, value: Any, kind: str = "value_error") -> dict[str, Any]:
@@ -156,9 +149,50 @@ def validation_error(loc: list, msg: str, value: Any, kind: str = "value_error")
     return invalid(error_entry(loc, msg, value, kind))
 
 
-def invalid(*errors: dict[str, Any]) -> ProtocolError:
-    """A VALIDATION_ERROR listing the :func:`error_entry` ``errors``."""
-    return ProtocolError(ErrorCode.VALIDATION_ERROR, "Invalid message", errors=list(errors))
+def invalid(*errors: dict[str, Any], count: int | None = None) -> ProtocolError:
+    """A VALIDATION_ERROR listing the :func:`error_entry` ``errors``, of ``count`` problems
+    found in all (when more were found than listed, ``more_errors`` says how many more)."""
+    more = 0 if count is None else count - len(errors)
+    if more <= 0:
+        return ProtocolError(ErrorCode.VALIDATION_ERROR, "Invalid message", errors=list(errors))
+    return ProtocolError(
+        ErrorCode.VALIDATION_ERROR, f"Invalid message: {count} problems, the first {len(errors)} listed",
+        errors=list(errors), more_errors=more,
+    )
+
+
+class Problems:
+    """The problems found in what a peer sent, as :func:`error_entry` items: the first
+    :data:`MAX_LISTED_ERRORS` are listed, the others only counted, so a message with a
+    hundred thousand bad keys costs no more to refuse than one with five.
+
+        >>> problems = Problems()
+        >>> for key in range(7):
+        ...     problems.add([f"k{key}"], "Extra inputs are not permitted", key, "extra_forbidden")
+        >>> error = problems.error()
+        >>> error.message, len(error.extra["errors"]), error.extra["more_errors"]
+        ('Invalid message: 7 problems, the first 5 listed', 5, 2)
+    """
+
+    __slots__ = ("listed", "count")
+
+    def __init__(self) -> None:
+        self.listed: list[dict[str, Any]] = []
+        self.count = 0
+
+    def __bool__(self) -> bool:
+        return self.count > 0
+
+    def add(self, loc: list, msg: str, value: Any, kind: str = "value_error", **more: Any) -> None:
+        """Count one problem; list it (with ``more`` keys after the entry's own) while fewer
+        than :data:`MAX_LISTED_ERRORS` are."""
+        self.count += 1
+        if len(self.listed) < MAX_LISTED_ERRORS:
+            self.listed.append({**error_entry(loc, msg, value, kind), **more})
+
+    def error(self) -> ProtocolError:
+        """The VALIDATION_ERROR saying them."""
+        return invalid(*self.listed, count=self.count)
 
 
 def check_fields(data: Mapping[str, Any], required: frozenset[str], allowed: frozenset[str]) -> None:

@@ -63,8 +63,7 @@ from ..protocol.mcp import (
     result_response,
     tool_failure,
 )
-from ..protocol.messages import MAX_QUOTED_CHARS
-from ..spaces._common import clipped
+from ..spaces._common import MAX_QUOTED_CHARS, clipped
 
 if TYPE_CHECKING:
     from .session import EnvHost

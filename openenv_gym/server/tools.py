@@ -39,6 +39,8 @@ from typing import Any, Literal, Protocol
 from ..errors import ProtocolError, ToolCallError
 from ..fields import validate_action
 from ..protocol.mcp import RESERVED_TOOL_NAMES, ToolResult, ToolSpec
+from ..protocol.messages import MAX_ERROR_CHARS
+from ..spaces._common import clipped
 from ..text import ActionParseError
 
 __all__ = [
@@ -150,11 +152,7 @@ def _checked(
         try:
             checked = validate_action(rules, arguments)
         except ProtocolError as exc:
-            reasons = "; ".join(
-                f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in exc.extra.get("errors", [])
-            )
-            message = f"Invalid arguments for tool {spec.name!r}: {reasons}"
-            raise ToolCallError(message, error_type="invalid_args") from None
+            raise ToolCallError(_refused(spec.name, exc), error_type="invalid_args") from None
         try:
             return await body(episode, checked)
         except ToolCallError as exc:
@@ -165,6 +163,15 @@ def _checked(
             raise ToolCallError(message, error_type="execution_error") from exc
 
     return Tool(spec, run)
+
+
+def _refused(tool: str, error: ProtocolError) -> str:
+    """What is wrong with a tool call's arguments (``error``, a VALIDATION_ERROR listing
+    the first few problems), in at most :data:`MAX_ERROR_CHARS` characters."""
+    reasons = [f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in error.extra.get("errors", [])]
+    if more := error.extra.get("more_errors"):
+        reasons.append(f"and {more} more")
+    return clipped(f"Invalid arguments for tool {tool!r}: {'; '.join(reasons)}", MAX_ERROR_CHARS)
 
 
 # -- act, observe, legal_actions ----------------------------------------------------------

@@ -69,6 +69,21 @@ def clipped(text: str, limit: int) -> str:
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text) - limit} more characters)"
 
 
+#: Characters of a peer's string (a key in an error's ``loc`` or message, an unknown message
+#: type, an MCP method or tool name) an error quotes before it is cut short.
+MAX_QUOTED_CHARS = 100
+
+
+def quoted(value: Any) -> str:
+    """The repr of a name a peer sent (a tool, a method, a key), for an error message: at
+    most :data:`MAX_QUOTED_CHARS` of a string's characters.
+
+        >>> quoted("move"), quoted(3)
+        ("'move'", '3')
+    """
+    return repr(clipped(value, MAX_QUOTED_CHARS)) if isinstance(value, str) else short_repr(value, MAX_QUOTED_CHARS)
+
+
 def _what(x: Any) -> str:
     """Short description of a value for error messages: its type and a truncated repr."""
     if isinstance(x, np.ndarray):
@@ -78,5 +93,5 @@ def _what(x: Any) -> str:
 
 def _short_list(items: Iterable[Any], limit: int = 10) -> str:
     items = list(items)
-    text = ", ".join(repr(k) for k in items[:limit])
+    text = ", ".join(quoted(k) for k in items[:limit])
     return text + (f", ... ({len(items)} in all)" if len(items) > limit else "")
