@@ -35,7 +35,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from websockets.client import ClientProtocol
-from websockets.exceptions import PayloadTooBig
+from websockets.exceptions import PayloadTooBig, SecurityError
 from websockets.extensions.permessage_deflate import ClientPerMessageDeflateFactory
 from websockets.frames import Opcode
 from websockets.http11 import Response
@@ -140,6 +140,8 @@ class Connection:
         #: The frames of a fragmented message so far (RFC 6455 §5.4), and its opcode.
         self._fragments: list[bytes] = []
         self._fragmented: Opcode | None = None
+        #: Whether this client failed the connection for what the server sent.
+        self._failed = False
         self._last_io = time.monotonic()
         self._ping_interval = ping_interval
         self._ping_timeout = ping_timeout
@@ -183,7 +185,7 @@ class Connection:
                 raise MessageTimeoutError(
                     f"WebSocket handshake with {url} took longer than {options.connect_timeout} s (connect_timeout)"
                 ) from exc
-            if isinstance(exc, OSError) and not isinstance(exc, ConnectionClosedError):
+            if isinstance(exc, OSError) and not isinstance(exc, (ConnectionClosedError, MessageTimeoutError)):
                 raise ConnectionClosedError(f"Failed to connect to {url}: {exc}") from exc
             raise
         busy_poll = options.busy_poll
@@ -222,7 +224,7 @@ class Connection:
         """Wait for the next message and return it (``str`` for text frames)."""
         with self._lock:
             if not self._await_message(timeout):
-                raise MessageTimeoutError(f"No message from {self.url} within {timeout} s")
+                raise MessageTimeoutError(f"No message from {self.url} within {timeout} s (message_timeout)")
             if not self._pending:
                 self._check_open()  # closed or lost: raises why
             message = self._pending.pop(0)
@@ -281,7 +283,8 @@ class Connection:
                 ) from broken
             raise ConnectionClosedError(f"{self.url} broke the WebSocket protocol: {broken}") from broken
         if self._error is not None and self._protocol.state is not State.OPEN:
-            raise ConnectionClosedError(
+            kind = LimitExceededError if isinstance(self._error, LimitExceededError) else ConnectionClosedError
+            raise kind(
                 f"Connection to {self.url} was lost: {self._error}"
             ) from self._error
         if self._protocol.state is not State.OPEN or self._closed.is_set():
@@ -302,7 +305,7 @@ class Connection:
             except OSError:
                 return  # closed under us: the blocking read reports it
             end = time.perf_counter() + window
-            while not self._pending and time.perf_counter() < end:
+            while not self._ready() and time.perf_counter() < end:
                 try:
                     data = sock.recv(_RECV_BYTES)
                 except (BlockingIOError, ssl.SSLWantReadError):
@@ -432,9 +435,11 @@ class Connection:
     def _deliver(self, opcode: Opcode, data: bytes | bytearray | memoryview) -> None:
         """Queue one whole message, unless the server broke the protocol with it (a text
         message that is not UTF-8) or floods the client with messages nobody reads."""
-        if self._protocol.state is not State.OPEN:
-            return  # the connection failed in the middle of this batch of frames
+        if self._failed or self._protocol.parser_exc is not None:
+            return  # this client failed the connection earlier in this batch of frames
         if len(self._pending) >= MAX_UNREAD_MESSAGES or self._pending_bytes + len(data) > self._unread_bytes:
+            self._pending.clear()  # which of them answers a request is anyone's guess: none does
+            self._pending_bytes = 0
             self._fail(
                 1008, LimitExceededError(
                     f"{self.url} sent more than {MAX_UNREAD_MESSAGES} messages (or "
@@ -455,6 +460,7 @@ class Connection:
 
     def _fail(self, code: int, error: ConnectionClosedError) -> None:
         """Close the connection on the server's fault, with ``code``; reading raises ``error``."""
+        self._failed = True
         self._protocol.fail(code, str(error)[:120])
         self._flush_quietly()
         self._lost(error)
@@ -609,10 +615,15 @@ def _handshake(
                 early.append(event)
         if not data and response is None:
             raise ConnectionClosedError(f"{url} closed the connection during the handshake")
-    if protocol.handshake_exc is not None:
-        raise ConnectionClosedError(
-            f"WebSocket handshake with {url} failed: {protocol.handshake_exc}"
-        ) from protocol.handshake_exc
+        if response is None and protocol.handshake_exc is not None:
+            break  # an answer that is no HTTP response, or past websockets' limits: nothing more to read
+    failure = protocol.handshake_exc
+    if failure is not None:
+        cause = failure.__cause__
+        kind = LimitExceededError if isinstance(cause, SecurityError) else ConnectionClosedError
+        raise kind(
+            f"WebSocket handshake with {url} failed: {failure}{f' ({cause})' if cause else ''}"
+        ) from failure
     sock.settimeout(None)
     return sock, response, early
 

@@ -83,7 +83,18 @@ def _exchange(method: str, url: str, body: Any, options: ConnectOptions, what: s
     opener = urllib.request.build_opener(*handlers)
     try:
         with deadline, opener.open(request, timeout=options.connect_timeout) as response:
-            return _read_body(response, options.max_document_bytes, what)
+            answer = _read_body(response, options.max_document_bytes, what)
+        if not deadline.expired:
+            return answer
+        # The watchdog cut the answer short, where it may even look whole (headers cut
+        # at a line's end, and no Content-Length yet): the deadline is what ended it.
+        raise ConnectionClosedError(f"{what} was cut short at its deadline")
+    except ConnectionClosedError as exc:
+        if deadline.expired and not isinstance(exc, LimitExceededError):  # the watchdog cut the body short
+            raise MessageTimeoutError(
+                f"{what} did not answer in full within {options.connect_timeout} s (connect_timeout)"
+            ) from None
+        raise  # already says what went wrong
     except OpenEnvGymError:
         raise  # already says what went wrong
     except urllib.error.HTTPError as exc:

@@ -1400,7 +1400,8 @@ def main(target: str, *, json_path: str | None = None, markdown_path: str | None
         report = run_checks(target, upstream=upstream, progress=lambda line: print(line, file=sys.stderr),
                             env_kwargs=env_kwargs, oracle=oracle, server_env=server_env, python=python)
     except (FileNotFoundError, ImportError, ProbeError, ValueError) as exc:
-        print(f"openenv-gym: {exc}", file=sys.stderr)
+        where = f"cannot check {target}: " if is_url(target) else ""  # a server's schema: say whose
+        print(f"openenv-gym: {where}{exc}", file=sys.stderr)
         return 1
     except (OpenEnvGymError, OSError) as exc:  # a URL that does not answer as an OpenEnv server
         print(f"openenv-gym: cannot check {target}: {exc} (is an OpenEnv server listening there?)", file=sys.stderr)
