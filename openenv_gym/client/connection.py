@@ -624,6 +624,7 @@ def _handshake(
         raise kind(
             f"WebSocket handshake with {url} failed: {failure}{f' ({cause})' if cause else ''}"
         ) from failure
+    assert response is not None  # the loop ends with a response or a handshake failure
     sock.settimeout(None)
     return sock, response, early
 
