@@ -68,7 +68,7 @@ from ..spaces._common import MAX_QUOTED_CHARS, clipped
 if TYPE_CHECKING:
     from .session import EnvHost
 
-__all__ = ["answer", "answer_http", "HttpAnswer", "Registry", "ACKNOWLEDGED", "NOT_SUPPORTED"]
+__all__ = ["answer", "answer_http", "HttpAnswer", "Registry", "ACKNOWLEDGED", "NOT_SUPPORTED", "unknown_session"]
 
 #: What a ``/ws`` ``mcp`` frame carrying a notification gets (``/ws`` answers every frame;
 #: OpenEnv 0.10's servers, which tell no notification apart, send the method's response there).
@@ -216,7 +216,7 @@ async def _http_request(
             return HttpAnswer(await registry.fresh_session(payload, spec=spec))
         session = registry.find_session(str(session_id))
         if session is None:
-            return HttpAnswer(error_response(request.id, INVALID_PARAMS, _unknown(session_id)))
+            return HttpAnswer(error_response(request.id, INVALID_PARAMS, unknown_session(session_id)))
     if session is None:
         return HttpAnswer(_common(request))
     try:
@@ -262,11 +262,12 @@ async def _close(request: Request, registry: Registry | None) -> dict[str, Any]:
         return error_response(request.id, INVALID_PARAMS, "Invalid params - 'session_id' is required")
     closed = None if registry is None else await registry.close_session(str(target))
     if closed is None:
-        return error_response(request.id, INVALID_PARAMS, _unknown(target))
+        return error_response(request.id, INVALID_PARAMS, unknown_session(target))
     return result_response(request.id, closed)
 
 
-def _unknown(session_id: Any) -> str:
+def unknown_session(session_id: Any) -> str:
+    """OpenEnv's words for a ``session_id`` naming no session, the id cut short."""
     return f"Unknown session_id: {clipped(str(session_id), MAX_QUOTED_CHARS)}"
 
 
