@@ -7,6 +7,21 @@ takes its own process down, not the server: the session answers
 EXECUTION_ERROR, gets a fresh process, and every other session goes on. A
 call past the step timeout kills the child (a thread could only be abandoned).
 
+The child is contained:
+
+- it is killed when its session ends, whatever ends it, even in the middle of
+  a call (:meth:`ProcessEnv.kill` is safe from another thread than the one
+  waiting for the call);
+- it dies with the server, even one killed by SIGKILL (Linux): the kernel
+  kills it when its parent, multiprocessing's fork server, exits, and the fork
+  server exits when the server does (:func:`_die_with_server`). Elsewhere an
+  idle child exits when the server's end of its pipe closes, but one in the
+  middle of a call finishes it first;
+- with ``memory_mb`` it cannot allocate more than that (``RLIMIT_DATA``,
+  enforced by Linux on every private writable mapping: malloc, numpy, thread
+  stacks); an allocation past it ends the process with
+  :data:`OUT_OF_MEMORY_STATUS`, and its session is told the cap it reached.
+
 What crosses the pipe is msgpack (actions one way; observations, rewards and
 infos the other, decoded within limits), never pickle: an env's process cannot
 run code in the server. The server sends the child its env factory, once
@@ -26,8 +41,12 @@ Use it for native or untrusted envs; trusted Python envs are faster inline.
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
+import os
 import signal
+import sys
+import threading
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
@@ -39,13 +58,18 @@ from ..errors import OpenEnvGymError
 from ..protocol import Limits, MsgpackCodec
 from .attributes import call_attribute, is_wrapped
 
-__all__ = ["ProcessEnv", "EnvCrashed"]
+__all__ = ["ProcessEnv", "EnvCrashed", "OUT_OF_MEMORY_STATUS", "env_processes"]
 
 #: Limits on what a child sends back (its env is not trusted to stay small).
 _FROM_CHILD = Limits(
     max_frame_bytes=256 << 20, max_array_bytes=256 << 20, max_container_len=1 << 24, max_items=1 << 24,
     max_arrays=1 << 24,
 )
+
+#: The exit status of an env process that ran out of its memory cap (``memory_mb``).
+OUT_OF_MEMORY_STATUS = 213
+#: ``prctl``'s option asking for a signal when the parent exits (``linux/prctl.h``).
+_PR_SET_PDEATHSIG = 1
 
 
 class EnvCrashed(OpenEnvGymError):
@@ -75,14 +99,23 @@ class ProcessEnv(gym.Env):
     are forwarded; spaces, ``render_mode`` and ``metadata`` are read once at
     start. A dead child raises :class:`EnvCrashed`; an exception of the env
     arrives as one of the same type name and message.
+
+    ``memory_mb`` caps the memory the child may allocate, in MiB (``None``: no
+    cap): an env that reaches it raises :class:`EnvCrashed` naming the cap, as
+    a crash does.
     """
 
-    def __init__(self, factory: Callable[[], Any], name: str = "the env") -> None:
+    def __init__(self, factory: Callable[[], Any], name: str = "the env", *, memory_mb: int | None = None) -> None:
         methods = multiprocessing.get_all_start_methods()
         context: Any = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
         self._conn, child_conn = context.Pipe()
         self._codec = MsgpackCodec(_FROM_CHILD)
-        self._process = context.Process(target=_child_main, args=(child_conn, factory), daemon=True)
+        self._memory_mb = memory_mb
+        #: Guards the three below: a call runs on the session's thread, a kill comes from the event loop.
+        self._lock = threading.Lock()
+        self._in_flight = False
+        self._killed = False
+        self._process = context.Process(target=_child_main, args=(child_conn, factory, memory_mb), daemon=True)
         try:
             self._process.start()
         except Exception as exc:  # noqa: BLE001 - a factory multiprocessing cannot send (PicklingError, ...)
@@ -121,11 +154,20 @@ class ProcessEnv(gym.Env):
         self.kill()
 
     def kill(self) -> None:
-        """End the child at once (a call that hangs, a session that ends)."""
-        if self._process.is_alive():
-            self._process.kill()
-        self._process.join(5)
-        self._conn.close()
+        """End the child at once (a call that hangs, a session that ends), from any thread.
+
+        A call waiting for the child on another thread then raises
+        :class:`EnvCrashed` (the child's end of the pipe closes), and that thread
+        closes the pipe once it is done with it: a pipe closed under a thread
+        still reading it could hand its descriptor to another file.
+        """
+        with self._lock:
+            self._killed = True
+            if self._process.is_alive():
+                self._process.kill()
+            self._process.join(5)
+            if not self._in_flight:
+                self._conn.close()
 
     @property
     def unwrapped(self) -> Any:
@@ -152,24 +194,50 @@ class ProcessEnv(gym.Env):
     # -- the pipe ----------------------------------------------------------------------
 
     def _request(self, *message: Any) -> Any:
+        with self._lock:
+            if self._killed:
+                raise EnvCrashed("the environment's process was killed: its session ended, or its call hung")
+            self._in_flight = True
         try:
             self._conn.send_bytes(self._codec.encode(list(message)))
             reply = self._codec.decode(self._conn.recv_bytes())
         except (EOFError, OSError) as exc:
             raise EnvCrashed(f"the environment's process died ({self._exit_reason()})") from exc
+        finally:
+            with self._lock:
+                self._in_flight = False
+                if self._killed:
+                    self._conn.close()
         kind, value = reply
         if kind == "error":
             raise _child_error(*value)
         return value
 
     def _exit_reason(self) -> str:
-        self._process.join(1)
-        code = self._process.exitcode
+        with self._lock:  # not beside kill(): two threads reaping one child may read its status wrong
+            self._process.join(1)
+        code, cap = self._process.exitcode, self._memory_mb
         if code is None:
             return "it stopped answering"
-        if code < 0:
-            return f"killed by {signal.Signals(-code).name}"
-        return f"exit status {code}"
+        if code == OUT_OF_MEMORY_STATUS and cap is not None:
+            return (
+                f"it ran out of memory: it reached its cap of {cap} MiB, set by env_memory_mb "
+                f"(--env-memory-mb); raise the cap, or find what grows in the env"
+            )
+        reason = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
+        if cap is not None:  # native code whose allocation fails may abort, or numpy's import fail
+            reason += f", under a memory cap of {cap} MiB (--env-memory-mb): perhaps it needs more"
+        return reason
+
+
+def env_processes(env: Any) -> list[ProcessEnv]:
+    """The processes behind a session's env: the env itself, or the sub-envs of a
+    batched session's ``SyncVectorEnv``, when they run in processes of their own."""
+    if isinstance(env, ProcessEnv):
+        return [env]
+    if isinstance(env, gym.vector.SyncVectorEnv):
+        return [sub for sub in env.envs if isinstance(sub, ProcessEnv)]
+    return []
 
 
 class _Methods:
@@ -188,8 +256,57 @@ class _Methods:
         return method
 
 
-def _child_main(conn: Connection, factory: Callable[[], Any]) -> None:
-    """The child: build the env with the server's factory, then answer calls until closed."""
+def _child_main(conn: Connection, factory: Callable[[], Any], memory_mb: int | None) -> None:
+    """The child: tie its life to the server's, cap its memory, build the env with the
+    server's factory, then answer calls until closed. Under a cap, running out of
+    memory anywhere (the factory, a call, a reply) ends the process with
+    :data:`OUT_OF_MEMORY_STATUS`: its state is not to be trusted after that."""
+    _die_with_server()
+    if memory_mb is None:
+        _serve_env(conn, factory, capped=False)
+        return
+    import resource
+
+    cap, hard = memory_mb << 20, resource.getrlimit(resource.RLIMIT_DATA)[1]
+    if hard != resource.RLIM_INFINITY:
+        cap = min(cap, hard)
+    resource.setrlimit(resource.RLIMIT_DATA, (cap, cap))  # the hard limit too: the env cannot lift it
+    try:
+        _serve_env(conn, factory, capped=True)
+    except MemoryError:
+        os._exit(OUT_OF_MEMORY_STATUS)
+
+
+def _die_with_server() -> None:
+    """Have the kernel kill this process when the server is gone (Linux, a child of
+    multiprocessing's fork server; elsewhere nothing).
+
+    Its parent is the fork server, not the server: ``PR_SET_PDEATHSIG`` kills it
+    when the fork server exits, and the fork server exits when the last holder of
+    its lifeline (the write end of a pipe the server keeps) is gone. Every child of
+    the fork server inherits that lifeline, so a child in the middle of a call kept
+    the fork server, and so itself, alive after the server was killed: the child
+    lets go of it here. It does so after ``prctl``: until then the fork server
+    cannot exit because of the server, so there is no moment in which the server's
+    death would go unnoticed.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    from multiprocessing import forkserver
+
+    server: Any = forkserver._forkserver  # the fork server's state in its child (private to multiprocessing)
+    if server._forkserver_alive_fd is None:
+        return  # not a fork server's child (spawn: the parent is the server's thread, whose end prctl would see)
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+        return  # not allowed here (a seccomp profile): keep the lifeline, and so today's behaviour
+    os.close(server._forkserver_alive_fd)
+    server._forkserver_alive_fd = None  # an env that uses a fork server of its own starts one
+
+
+def _serve_env(conn: Connection, factory: Callable[[], Any], *, capped: bool) -> None:
+    """Build the env and answer the server's calls on ``conn`` until it closes the env
+    or goes away; ``capped``: a MemoryError is not the env's to report, but raised."""
     codec = MsgpackCodec(
         Limits(max_frame_bytes=1 << 30, max_array_bytes=1 << 30, max_items=1 << 24, max_arrays=1 << 24)
     )
@@ -223,6 +340,8 @@ def _child_main(conn: Connection, factory: Callable[[], Any]) -> None:
                 value = target(*args, **kwargs)
             reply = ["ok", value]
         except Exception as exc:  # noqa: BLE001 - the server reports it
+            if capped and isinstance(exc, MemoryError):
+                raise
             reply = ["error", [type(exc).__name__, str(exc)]]
         conn.send_bytes(codec.encode(reply))
         if kind == "close":

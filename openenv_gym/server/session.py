@@ -22,6 +22,8 @@ frames, ``POST /mcp`` for a session that outlives its socket) are answered by
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import logging
 import queue
 import threading
@@ -73,7 +75,7 @@ from ..text import value_text, view_for, view_for_spaces
 from . import jsonrpc
 from .attributes import OneEnv, SubEnvs, chosen
 from .deadline import EnvCallInterrupted, InlineDeadline
-from .isolation import EnvCrashed, ProcessEnv
+from .isolation import EnvCrashed, env_processes
 from .source import EnvSource
 from .tools import Position, Tool, ToolOutcome, gym_tools
 
@@ -154,6 +156,10 @@ class EnvCaller:
     (:mod:`.deadline`), raising :class:`EnvCallInterrupted`, and the session
     runs on its thread for good: a fast env that hangs stalls the event loop
     for ``inline_deadline`` seconds, not for ever.
+
+    With ``"process"``, each env lives in a process of its own
+    (:mod:`.isolation`), which may allocate ``memory_mb`` MiB at most (``None``:
+    no cap; a cap needs ``"process"``).
     """
 
     def __init__(
@@ -166,9 +172,19 @@ class EnvCaller:
         hung: HungCalls | None = None,
         inline_deadline: float | None = DEFAULT_INLINE_DEADLINE,
         single_thread: bool = False,
+        memory_mb: int | None = None,
     ) -> None:
         if execution not in ("auto", "thread", "inline", "process"):
             raise ValueError(f"execution must be 'auto', 'thread', 'inline' or 'process', not {execution!r}")
+        if memory_mb is not None and execution != "process":
+            raise ValueError(
+                f"env_memory_mb caps the memory of each env's own process, and execution={execution!r} "
+                f"runs envs in the server's: add execution='process' (--execution process), or drop the cap"
+            )
+        if memory_mb is not None and memory_mb <= 0:
+            raise ValueError(f"env_memory_mb is a positive number of MiB, not {memory_mb}")
+        #: The memory cap of each env's process, in MiB (``None``: none).
+        self.memory_mb = memory_mb
         #: Each session's env lives in a process of its own (:mod:`.isolation`); its
         #: calls, which wait on that process, run on the session's thread.
         self.isolated = execution == "process"
@@ -215,6 +231,19 @@ class EnvCaller:
     @property
     def inline(self) -> bool:
         return self._inline
+
+    @property
+    def busy(self) -> bool:
+        """Whether a call is running on the session's own thread (the shared single
+        thread's calls are not the session's to abandon)."""
+        return self._worker is not None and not self.single_thread and self._worker.busy
+
+    def maker(self, source: EnvSource) -> Callable[[], Any]:
+        """What builds one of ``source``'s envs for a session of this caller: in a
+        process of its own, under the memory cap, when isolated; else in this process."""
+        if self.isolated:
+            return functools.partial(source.make_isolated, self.memory_mb)
+        return source.make
 
     async def __call__(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         if self._inline:
@@ -334,7 +363,14 @@ class _Worker:
         self._busy = False
         #: Where it is counted once abandoned in the middle of a call, until the call returns.
         self._hung: HungCalls | None = None
+        #: Orders the end of a call against its abandonment (else a call ending then could stay counted).
+        self._lock = threading.Lock()
         threading.Thread(target=self._run, name=name, daemon=True).start()
+
+    @property
+    def busy(self) -> bool:
+        """Whether it is running a call now."""
+        return self._busy
 
     def submit(self, fn: Callable[[], Any]) -> Future:
         future: Future = Future()
@@ -344,9 +380,10 @@ class _Worker:
     def abandon(self, hung: HungCalls | None) -> None:
         """No more calls: the thread ends once the one it runs (if any) returns,
         counted in ``hung`` until then."""
-        if self._busy and hung is not None:
-            self._hung = hung
-            hung.add(self)
+        with self._lock:
+            if self._busy and hung is not None:
+                self._hung = hung
+                hung.add(self)
         self._calls.put(None)
 
     def _run(self) -> None:
@@ -362,9 +399,10 @@ class _Worker:
             else:
                 future.set_result(result)
             finally:
-                self._busy = False
-                if self._hung is not None:
-                    self._hung.discard(self)
+                with self._lock:
+                    self._busy = False
+                    if self._hung is not None:
+                        self._hung.discard(self)
 
 
 #: The name of the thread that runs every call of this process's single-thread envs.
@@ -454,9 +492,14 @@ class EnvHost:
         self.last_activity = time.monotonic()
 
     async def start(self) -> None:
-        """Build the environment; failures become FACTORY_ERROR."""
+        """Build the environment; failures become FACTORY_ERROR. A session that ends
+        while its env is being built has the processes of that env killed once built."""
+        build = asyncio.ensure_future(self.call.build(self.build))
         try:
-            self.env = await self.call.build(self.build)
+            self.env = await asyncio.shield(build)
+        except asyncio.CancelledError:
+            build.add_done_callback(_kill_built)
+            raise
         except Exception as exc:  # noqa: BLE001 - any factory failure is reported
             raise ProtocolError(
                 ErrorCode.FACTORY_ERROR,
@@ -520,10 +563,11 @@ class EnvHost:
     async def run(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Call the env; what it raises goes back to the client as EXECUTION_ERROR.
 
-        A call past the step timeout, or an env process that died, recycles the
-        session: the hung env is abandoned (it cannot be closed while it hangs;
-        an env in its own process is killed), a fresh one is built, and the
-        client must reset.
+        A call past the step timeout, or an env process that died (or ran out of
+        its memory cap), recycles the session: the hung env is abandoned (it
+        cannot be closed while it hangs; an env in its own process is killed), a
+        fresh one is built, and the client must reset. A session the server is
+        ending (:attr:`stop_reason`) gets no fresh env.
         """
         try:
             return await self.call(fn, *args, **kwargs)
@@ -532,25 +576,37 @@ class EnvHost:
         except (EnvCallTimeout, EnvCrashed) as exc:
             what = "hung" if isinstance(exc, EnvCallTimeout) else "crashed"
             env, self.env, self._reset_done = self.env, None, False
-            if isinstance(env, ProcessEnv):
-                env.kill()
-            await self.start()
-            raise ProtocolError(
-                ErrorCode.EXECUTION_ERROR,
-                f"The environment {what}: {exc}. This session now has a fresh environment; "
-                f"call reset to start a new episode",
-            ) from exc
+            for process in env_processes(env):
+                process.kill()
+            told = f"The environment {what}: {exc}"
+            if self.stop_reason is not None:  # the session is ending: no fresh env for it
+                told += f". {self.stop_reason}"
+            else:
+                await self.start()
+                told += ". This session now has a fresh environment; call reset to start a new episode"
+            raise ProtocolError(ErrorCode.EXECUTION_ERROR, told) from exc
         except Exception as exc:  # noqa: BLE001 - env errors go back to the client
             raise env_error(exc) from exc
 
     async def close(self) -> None:
+        """Close the env, then end what ran it, whatever ends the session.
+
+        An env in a process of its own is killed after its ``close``, or at once
+        while a call waits for it (the call may be why the session ends: a
+        client gone or a server draining cannot wait for an env that spins). A
+        call still running on the session's thread is abandoned, its env with it,
+        as after a step timeout: counted in ``hung`` (a slot of the server) until
+        it returns.
+        """
         env, self.env = self.env, None
-        if env is not None:
-            try:
-                await self.call(env.close)
-            except Exception:  # noqa: BLE001 - closing must not fail the server
-                pass
-        self.call.shutdown()
+        try:
+            if env is not None and not self.call.busy:
+                with contextlib.suppress(Exception):  # closing must not fail the server
+                    await self.call(env.close)
+        finally:
+            self.call.shutdown()
+            for process in env_processes(env):
+                process.kill()
 
     def _env(self) -> Any:
         if self.env is None:
@@ -597,7 +653,7 @@ class Session(EnvHost):
 
     def __init__(self, source: EnvSource, *, codec: Codec, caller: EnvCaller | None = None) -> None:
         caller = caller or EnvCaller()
-        super().__init__(source, source.make_isolated if caller.isolated else source.make, codec, caller)
+        super().__init__(source, caller.maker(source), codec, caller)
         self.episode_id: str | None = None
         self.step_count = 0
         self.seed: int | None = None
@@ -772,6 +828,13 @@ class Session(EnvHost):
 
     def _done(self) -> bool:
         return self.position is not None and self.position.over
+
+
+def _kill_built(build: asyncio.Future) -> None:
+    """Kill the processes of an env built for a session that ended meanwhile."""
+    if not build.cancelled() and build.exception() is None:
+        for process in env_processes(build.result()):
+            process.kill()
 
 
 def wants_text(codec: Codec, query: Mapping[str, str]) -> bool:

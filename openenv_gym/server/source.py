@@ -64,9 +64,10 @@ class EnvSource:
     #: that are not thread-safe (see :class:`~openenv_gym.server.session.EnvCaller`).
     single_thread: bool = False
 
-    def make_isolated(self) -> Any:
+    def make_isolated(self, memory_mb: int | None = None) -> Any:
         """Build a fresh environment for a session, in a process of its own
-        (:mod:`~openenv_gym.server.isolation`), from the same factory."""
+        (:mod:`~openenv_gym.server.isolation`) that may allocate ``memory_mb`` MiB
+        at most (``None``: no cap), from the same factory."""
         from .isolation import ProcessEnv
 
         if self.fields is not None:
@@ -74,7 +75,7 @@ class EnvSource:
                 f"{self.name!r} cannot run in a process of its own: process isolation serves "
                 f"Gymnasium envs, legacy Gym envs and PettingZoo seats"
             )
-        return ProcessEnv(self.factory, self.name)
+        return ProcessEnv(self.factory, self.name, memory_mb=memory_mb)
 
     def make(self) -> Any:
         """Build a fresh environment for a session."""

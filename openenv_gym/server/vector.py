@@ -139,7 +139,7 @@ class VectorSession(EnvHost):
         self.action_space = batch_space(self.source.action_space, self.num_envs)
         self._autoresetting = np.zeros(self.num_envs, dtype=np.bool_)
         if self.call.isolated:  # each env in a process of its own already: step them in turn
-            fns = [self.source.make_isolated] * self.num_envs
+            fns = [self.call.maker(self.source)] * self.num_envs
             return gym.vector.SyncVectorEnv(fns, autoreset_mode=self.autoreset_mode, copy=False)
         if self.backend == "envpool":
             return EnvPoolVectorEnv(self.source.pool, self.num_envs, autoreset_mode=self.autoreset_mode)
