@@ -56,18 +56,50 @@ def package_source(dest: Path) -> Path:
     return dest
 
 
-def child_processes() -> set[int]:
-    """Live (not zombie) child processes of this test process, read from /proc."""
-    found = set()
+def process_tree() -> dict[int, list[int]]:
+    """The live (not zombie) processes of the machine by parent pid, read from /proc."""
+    children: dict[int, list[int]] = {}
     for entry in filter(str.isdigit, os.listdir("/proc")):
         try:
             with open(f"/proc/{entry}/stat") as stat:
                 state, ppid = stat.read().rsplit(")", 1)[1].split()[:2]
-        except (FileNotFoundError, ProcessLookupError):
+        except OSError:
             continue
-        if int(ppid) == os.getpid() and state != "Z":
-            found.add(int(entry))
+        if state != "Z":
+            children.setdefault(int(ppid), []).append(int(entry))
+    return children
+
+
+def child_processes() -> set[int]:
+    """Live (not zombie) child processes of this test process, read from /proc."""
+    return set(process_tree().get(os.getpid(), ()))
+
+
+def descendants(pid: int) -> set[int]:
+    """The live processes below ``pid``: its children, theirs, and so on."""
+    tree, found, todo = process_tree(), set(), [pid]
+    while todo:
+        for child in tree.get(todo.pop(), ()):
+            found.add(child)
+            todo.append(child)
     return found
+
+
+def grandchildren(pid: int) -> set[int]:
+    """The live children of the children of ``pid`` (a server's env processes, whose
+    parent is its multiprocessing fork server)."""
+    tree = process_tree()
+    return {grandchild for child in tree.get(pid, ()) for grandchild in tree.get(child, ())}
+
+
+def cpu_seconds(pid: int) -> float:
+    """The CPU seconds ``pid`` has used (0 once it is gone), from /proc."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            utime, stime = stat.read().rsplit(")", 1)[1].split()[11:13]
+    except OSError:
+        return 0.0
+    return (int(utime) + int(stime)) / os.sysconf("SC_CLK_TCK")
 
 
 def process_gone(pid: int) -> bool:

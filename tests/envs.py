@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import time
 
 import gymnasium as gym
@@ -161,6 +162,43 @@ class CrashingEnv(gym.Env):
         if self._steps >= self.crash_at:
             os.abort()
         return np.full(1, 0.5, np.float32), 1.0, False, False, {"steps": self._steps}
+
+
+class SpinningEnv(SlowEnv):
+    """Steps that burn CPU without returning, for ``delay`` seconds (a native loop that
+    never ends; the bound only keeps a test that leaked one from spinning for ever).
+    A ``stubborn`` one ignores SIGTERM, as an env with signal handlers of its own may."""
+
+    def __init__(self, delay: float = 600.0, stubborn: bool = False) -> None:
+        super().__init__(delay)
+        if stubborn:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+    def step(self, action):
+        deadline = time.monotonic() + self.delay
+        while time.monotonic() < deadline:
+            pass
+        return np.zeros(1, np.float32), 0.0, False, False, {}
+
+
+class GrowingEnv(gym.Env):
+    """Action 1 allocates ``megabytes`` MiB more and keeps it (an env that leaks); action 0
+    is an ordinary step."""
+
+    def __init__(self, megabytes: int = 1024) -> None:
+        self.megabytes = megabytes
+        self.observation_space = spaces.Box(-1, 1, shape=(1,), dtype=np.float32)
+        self.action_space = spaces.Discrete(2)
+        self._kept: list[np.ndarray] = []
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        if action == 1:
+            self._kept.append(np.ones(self.megabytes << 20, dtype=np.uint8))
+        return np.zeros(1, np.float32), 1.0, False, False, {"kept_mb": len(self._kept) * self.megabytes}
 
 
 class GraphEnv(gym.Env):
