@@ -205,6 +205,16 @@ def _add_session_options(serve: argparse.ArgumentParser) -> None:
         help="close sessions idle for this many seconds",
     )
     serve.add_argument(
+        "--max-held-sessions", type=int, default=None, metavar="N",
+        help="sessions that outlive their sockets (POST /mcp openenv/session/create, MCP's initialize) "
+        "held at once, among --max-sessions (default: a quarter of them; 0: none)",
+    )
+    serve.add_argument(
+        "--held-session-timeout", type=float, default=None, metavar="SECONDS",
+        help="close a session that outlives its sockets after this many seconds without a request and "
+        "no socket attached (default 120; at most --session-timeout)",
+    )
+    serve.add_argument(
         "--execution", choices=("auto", "thread", "inline", "process"), default="auto",
         help="where env calls run: 'auto' (default) on the event loop once proven fast, else on the "
         "session's thread; 'process': each session's env in a process of its own, for native or "
@@ -218,6 +228,11 @@ def _add_session_options(serve: argparse.ArgumentParser) -> None:
     serve.add_argument(
         "--step-timeout", type=float, default=None, metavar="SECONDS",
         help="an env call taking longer gets EXECUTION_ERROR and a fresh env",
+    )
+    serve.add_argument(
+        "--env-memory-mb", type=int, default=None, metavar="MIB",
+        help="with --execution process: the memory each env's process may allocate; an env that "
+        "reaches it gets EXECUTION_ERROR and a fresh process (default: no cap)",
     )
     serve.add_argument(
         "--inline-deadline", type=_optional_seconds, default=5.0, metavar="SECONDS",
@@ -314,8 +329,11 @@ def _serve_options(args: argparse.Namespace) -> dict[str, Any]:
         "max_sessions": args.max_sessions,
         "busy_poll": args.busy_poll,
         "session_timeout": args.session_timeout,
+        "max_held_sessions": args.max_held_sessions,
+        "held_session_timeout": args.held_session_timeout,
         "env_kwargs": args.env_kwargs,
         "single_thread": args.single_thread,
+        "env_memory_mb": args.env_memory_mb,
     }
     options.update({key: value for key, value in optional.items() if value is not None})
     if args.set_state is not None:

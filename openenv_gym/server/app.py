@@ -28,7 +28,7 @@ from starlette.routing import BaseRoute, WebSocketRoute
 
 from ..protocol import EXTENSION_KEY, Limits
 from .auth import TokenAuth, token_from_env
-from .hosting import DEFAULT_HANDSHAKE_TIMEOUT, Server
+from .hosting import DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_HELD_SESSION_TIMEOUT, Server
 from .http import http_routes
 from .mcp import McpRoute
 from .multiagent import AgentsRoute, Opponent
@@ -59,6 +59,8 @@ def create_app(
     env_kwargs: dict[str, Any] | None = None,
     max_sessions: int = DEFAULT_MAX_SESSIONS,
     session_timeout: float | None = DEFAULT_SESSION_TIMEOUT,
+    max_held_sessions: int | None = None,
+    held_session_timeout: float | None = DEFAULT_HELD_SESSION_TIMEOUT,
     execution: Execution = "auto",
     limits: Limits | None = None,
     step_timeout: float | None = None,
@@ -74,6 +76,7 @@ def create_app(
     set_state: Callable[[Any, Any], tuple[Any, Any]] | None = None,
     validation_token: str | None = None,
     single_thread: bool | None = None,
+    env_memory_mb: int | None = None,
 ) -> Starlette:
     """Serve a Gymnasium environment as an OpenEnv server (an ASGI app).
 
@@ -86,7 +89,20 @@ def create_app(
             CAPACITY_REACHED error frame and a close.
         session_timeout: seconds without a message after which a session is
             closed (``None`` never closes idle sessions).
+        max_held_sessions: sessions that outlive their sockets (``POST /mcp``'s
+            ``openenv/session/create`` and MCP's ``initialize``) held at once,
+            among the ``max_sessions``; one more is refused (JSON-RPC -32000,
+            CAPACITY_REACHED, naming this cap). ``None``: a quarter of
+            ``max_sessions`` (at least 1), so that one client holding no socket
+            cannot take the slots of those that hold one; 0: none.
+        held_session_timeout: seconds a held session with no ``/ws`` socket
+            attached may go without a request before it is closed; at most
+            ``session_timeout`` (``None``: ``session_timeout``).
         execution: how env calls run, see :data:`~openenv_gym.server.session.Execution`.
+            ``"process"`` runs each session's env in a process of its own (see
+            :mod:`openenv_gym.server.isolation`), killed when its session ends
+            (even in the middle of a call: a client gone, the idle timeout, a
+            drain) and, on Linux, when the server dies, even by SIGKILL.
         limits: frame, array and nesting limits for incoming messages. Run
             the app with uvicorn's ``ws_max_size`` equal to
             ``limits.max_frame_bytes`` (:func:`~openenv_gym.serve` does).
@@ -169,6 +185,15 @@ def create_app(
             toolkit is bound to a thread, say); ``False`` never. Not with
             ``execution="inline"``; with ``execution="process"`` each env has a
             process of its own and needs no such thread.
+        env_memory_mb: with ``execution="process"`` only (a ValueError
+            otherwise), the MiB each env's process may allocate: its
+            ``RLIMIT_DATA``, which Linux enforces on every private writable
+            mapping (heap, numpy arrays, thread stacks). CartPole starts under
+            128 on two cores; numpy's OpenBLAS reserves about 40 MiB more per core
+            it starts a thread for (``OPENBLAS_NUM_THREADS`` bounds them). An env
+            that reaches it ends its process: its session answers
+            EXECUTION_ERROR naming the cap and gets a fresh env process (every
+            other session goes on). ``None`` (the default): no cap.
 
     Jax envs (``metadata["jax"]``, such as ``phys2d/CartPole-v1``) are served
     through Gymnasium's ``JaxToNumpy``: sessions see numpy values.
@@ -221,6 +246,8 @@ def create_app(
         source,
         max_sessions=max_sessions,
         session_timeout=session_timeout,
+        max_held_sessions=max_held_sessions,
+        held_session_timeout=held_session_timeout,
         execution=execution,
         limits=limits or Limits(),
         step_timeout=step_timeout,
@@ -228,6 +255,7 @@ def create_app(
         handshake_timeout=handshake_timeout,
         inline_deadline=inline_deadline,
         validation_token=telemetry_token(validation_token, chosen),
+        env_memory_mb=env_memory_mb,
     )
     websocket_routes: list[Route] = [
         WsRoute(source, telemetry=server.validation_token is not None),

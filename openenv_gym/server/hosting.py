@@ -17,13 +17,17 @@ Sessions may also outlive their sockets (:class:`Held`): ``openenv/session/creat
 and MCP's ``initialize`` on ``POST /mcp`` open one (:meth:`Server.open_session`),
 ``POST /mcp`` requests naming it run on it, one ``/ws?session_id=...`` socket at a time
 attaches to it, and ``openenv/session/close`` (or the idle reaper, or shutdown) ends it.
-They count against capacity like any other.
+They count against capacity like any other, and against a smaller cap of their own
+(``max_held_sessions``, a quarter of ``max_sessions`` by default), and are closed
+sooner when idle with no socket attached (``held_session_timeout``): one client that
+holds no socket cannot take every slot from those that do, nor keep it long.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -49,16 +53,17 @@ from ..protocol import (
 )
 from ..protocol.mcp import SERVER_ERROR, error_response
 from ..protocol.validation import VALIDATION_MESSAGES
+from .jsonrpc import unknown_session
 from .metrics import Metrics
 from .polling import BusyPoll
 from .routes import Opening, Route
 from .session import DEFAULT_INLINE_DEADLINE, EnvCaller, EnvHost, Execution, HungCalls
 from .source import EnvSource
 from .telemetry import SessionTelemetry
-from .transport import Channel, next_frame
+from .transport import CONNECTION_LOST, Channel, next_frame
 from .vector import StepClock
 
-__all__ = ["Server", "Held", "Reply", "DEFAULT_HANDSHAKE_TIMEOUT"]
+__all__ = ["Server", "Held", "Reply", "DEFAULT_HANDSHAKE_TIMEOUT", "DEFAULT_HELD_SESSION_TIMEOUT"]
 
 logger = logging.getLogger("openenv_gym.server")
 
@@ -71,6 +76,9 @@ GOODBYE_TIMEOUT = 5.0
 #: (WebSocket upgrades included), a route's opening message (``vector_open``), or the
 #: next chunk of a request body.
 DEFAULT_HANDSHAKE_TIMEOUT = 10.0
+#: Seconds a session that outlives its sockets may stay idle with no socket attached
+#: (at most the session timeout).
+DEFAULT_HELD_SESSION_TIMEOUT = 120.0
 
 
 @dataclass
@@ -102,20 +110,35 @@ class Server:
         handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
         inline_deadline: float | None = DEFAULT_INLINE_DEADLINE,
         validation_token: str | None = None,
+        env_memory_mb: int | None = None,
+        max_held_sessions: int | None = None,
+        held_session_timeout: float | None = DEFAULT_HELD_SESSION_TIMEOUT,
     ) -> None:
         if max_sessions < 1:
             raise ValueError(f"max_sessions must be at least 1, not {max_sessions}")
         if session_timeout is not None and session_timeout <= 0:
             raise ValueError(f"session_timeout must be positive or None, not {session_timeout}")
+        if max_held_sessions is not None and max_held_sessions < 0:
+            raise ValueError(f"max_held_sessions must be 0 or more (0: none), or None, not {max_held_sessions}")
+        if held_session_timeout is not None and held_session_timeout <= 0:
+            raise ValueError(f"held_session_timeout must be positive or None, not {held_session_timeout}")
         if handshake_timeout <= 0:
             raise ValueError(f"handshake_timeout must be positive, not {handshake_timeout}")
         self.source = source
         self.handshake_timeout = handshake_timeout
         self.max_sessions = max_sessions
         self.session_timeout = session_timeout
+        #: Sessions that outlive their sockets held at once (a quarter of the slots by default).
+        self.max_held_sessions = max(1, max_sessions // 4) if max_held_sessions is None else max_held_sessions
+        #: Seconds a held session may idle with no socket attached: at most ``session_timeout``.
+        self.held_session_timeout = min(
+            (t for t in (held_session_timeout, session_timeout) if t is not None), default=None
+        )
         self.execution = execution
         self.step_timeout = step_timeout
         self.inline_deadline = inline_deadline
+        #: The memory cap of each env's process, in MiB (``execution="process"`` only).
+        self.env_memory_mb = env_memory_mb
         #: The token that opens session telemetry (``None``: telemetry is off).
         self.validation_token = validation_token
         #: Env calls its sessions abandoned that still run (they hold threads and envs).
@@ -128,19 +151,25 @@ class Server:
         self.sessions: dict[str, tuple[EnvHost, asyncio.Task]] = {}
         #: The sessions that outlive their sockets (also in :attr:`sessions`).
         self.held: dict[str, Held] = {}
+        #: Held sessions whose env is being built (counted against :attr:`max_held_sessions`).
+        self._held_opening = 0
         self.draining = False
         self.metrics = Metrics()
         self._reaper: asyncio.Task | None = None
 
     def env_caller(self, execution: Execution | None = None) -> EnvCaller:
         """How one session runs its env calls (execution mode, step timeout, and
-        whether its env needs the process's one thread)."""
+        whether its env needs the process's one thread). ``execution`` overrides
+        the server's mode, but not isolation: a server that runs each env in a
+        process of its own (under its memory cap) runs every one so, a stateless
+        request's too."""
         return EnvCaller(
-            execution or self.execution,
+            self.execution if self.execution == "process" else execution or self.execution,
             timeout=self.step_timeout,
             hung=self.hung_calls,
             inline_deadline=self.inline_deadline,
             single_thread=self.source.single_thread,
+            memory_mb=self.env_memory_mb,
         )
 
     def active_envs(self) -> int:
@@ -217,7 +246,7 @@ class Server:
         held = self.held.get(session_id)
         if held is None or held.attached is not None:
             why = (
-                f"Unknown session_id: {session_id}" if held is None
+                unknown_session(session_id) if held is None
                 else f"Session {session_id} already has an attached WebSocket"
             )
             await reply(route.error_reply(ProtocolError(ErrorCode.SESSION_ERROR, why)))
@@ -290,6 +319,11 @@ class Server:
         saying why, and always closes the env and then the socket. A ``held``
         session (the socket attached to it) is already registered, and lives on
         after the socket, unless it was asked to close meanwhile.
+
+        A session of its own socket ends as soon as its client is gone, even in
+        the middle of an env call (:data:`~.transport.CONNECTION_LOST`): the
+        call is cancelled, an env in its own process killed, a call on the
+        session's thread abandoned (see :meth:`EnvHost.close`).
         """
         task = asyncio.current_task()
         assert task is not None
@@ -298,6 +332,7 @@ class Server:
             self.metrics.sessions_total += 1
             session.registry = self
             self._start_reaper()
+            channel.scope[CONNECTION_LOST] = functools.partial(_client_gone, session, task)
         client = channel.scope.get("client")
         peer = f"{client[0]}:{client[1]}" if client else "?"
         logger.debug(
@@ -405,24 +440,28 @@ class Server:
 
     async def open_session(self, *, spec: bool = False) -> EnvHost:
         """Open a session with no socket of its own (``openenv/session/create``, MCP's
-        ``initialize``): counted against capacity, built now (CAPACITY_REACHED or
-        FACTORY_ERROR if not), ended by :meth:`close_session`, the idle reaper or shutdown."""
+        ``initialize``): counted against capacity and the cap of held sessions, built now
+        (CAPACITY_REACHED or FACTORY_ERROR if not), ended by :meth:`close_session`, the
+        idle reaper or shutdown."""
         if self.draining:
             raise ProtocolError(ErrorCode.SESSION_ERROR, "The server is shutting down; open a session elsewhere")
         source = self.source
         session: EnvHost = source.session_type(source, codec=codec_for(None, self.limits), caller=self.env_caller())
-        if (error := self.capacity_error(session.slots)) is not None:
+        if (error := self.capacity_error(session.slots) or self._held_cap_error()) is not None:
             raise error
         task = asyncio.current_task()
         assert task is not None
         self.sessions[session.id] = (session, task)  # counted while its env is built
         session.registry, session.spec, session.lock = self, spec, asyncio.Lock()
+        self._held_opening += 1
         try:
             await session.start()
         except BaseException:
             self.sessions.pop(session.id, None)
             await _bounded(session.close())
             raise
+        finally:
+            self._held_opening -= 1
         held = Held(session)
         self.held[session.id] = held
         self.sessions[session.id] = (session, asyncio.get_running_loop().create_task(self._keep(held)))
@@ -430,6 +469,26 @@ class Server:
         self._start_reaper()
         logger.debug("session_open id=%s kind=held active=%d", session.id, self.active_envs())
         return session
+
+    def held_sessions(self) -> int:
+        """Sessions that outlive their sockets, open or being built."""
+        return len(self.held) + self._held_opening
+
+    def _held_cap_error(self) -> ProtocolError | None:
+        """CAPACITY_REACHED when one more held session would pass :attr:`max_held_sessions`."""
+        held = self.held_sessions()
+        if held < self.max_held_sessions:
+            return None
+        idle = f"; idle ones close after {self.held_session_timeout} s" if self.held_session_timeout else ""
+        return ProtocolError(
+            ErrorCode.CAPACITY_REACHED,
+            f"Server at capacity for held sessions: {held}/{self.max_held_sessions} sessions that outlive their "
+            f"sockets (openenv/session/create, MCP's initialize) are open{idle}. Close one "
+            f"(openenv/session/close, DELETE /mcp), use a /ws or WS /mcp session (its socket holds it), "
+            f"or raise the cap (max_held_sessions=, --max-held-sessions).",
+            held_sessions=held,
+            max_held_sessions=self.max_held_sessions,
+        )
 
     def find_session(self, session_id: str) -> EnvHost | None:
         """The held session of that id, or ``None``."""
@@ -487,6 +546,14 @@ class Server:
 
     @staticmethod
     async def _close_held(session: EnvHost) -> None:
+        """Close a held session's env once no request holds it, or at once when one
+        is in the middle of an env call: an env in its own process is killed (that
+        call fails, and the ending session gets no fresh env), a call on its
+        thread abandoned (see :meth:`EnvHost.close`)."""
+        session.stop_reason = session.stop_reason or "The session was closed"
+        if session.busy:
+            await session.close()
+            return
         assert session.lock is not None
         async with session.lock:
             await session.close()
@@ -494,18 +561,25 @@ class Server:
     # -- idle sessions --------------------------------------------------------------
 
     def _start_reaper(self) -> None:
-        if self.session_timeout is None or (self._reaper and not self._reaper.done()):
+        if self.held_session_timeout is None or (self._reaper and not self._reaper.done()):
             return
         self._reaper = asyncio.get_running_loop().create_task(self._reap())
 
+    def _idle_timeout(self, session: EnvHost) -> float | None:
+        """Seconds ``session`` may go without a message: a held session with no socket
+        attached gets :attr:`held_session_timeout`, any other ``session_timeout``."""
+        held = self.held.get(session.id)
+        return self.held_session_timeout if held is not None and held.attached is None else self.session_timeout
+
     async def _reap(self) -> None:
-        timeout = self.session_timeout
-        assert timeout is not None
+        shortest = self.held_session_timeout  # the shortest idle timeout: never above session_timeout
+        assert shortest is not None
         while self.sessions:
-            await asyncio.sleep(max(min(timeout / 4, 5.0), 0.05))
+            await asyncio.sleep(max(min(shortest / 4, 5.0), 0.05))
             now = time.monotonic()
             for session, task in list(self.sessions.values()):
-                if now - session.last_activity > timeout and not task.done():
+                timeout = self._idle_timeout(session)
+                if timeout is not None and now - session.last_activity > timeout and not task.done():
                     session.stop_reason = f"Session closed after {timeout} s without a message"
                     task.cancel()
 
@@ -533,6 +607,14 @@ class Server:
             logger.warning("drain_timeout sessions_left=%d", len(self.sessions))
 
 
+
+
+def _client_gone(session: EnvHost, task: asyncio.Task) -> None:
+    """End ``session`` (served by ``task``) if it is in the middle of a message when
+    its client goes: between messages, reading the disconnect ends it."""
+    if session.busy and not task.done():
+        session.stop_reason = session.stop_reason or "The client disconnected"
+        task.cancel()
 
 
 async def _bounded(awaitable: Awaitable[Any]) -> None:

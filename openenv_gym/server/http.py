@@ -21,7 +21,7 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
 
@@ -46,7 +46,10 @@ def json_response(payload: Any, status: int = 200) -> Response:
 
 async def read_body(request: Request, server: Server) -> bytes:
     """The request body, refused (HTTP 413) once it is known to be over the frame
-    limit, and (HTTP 408) when its next chunk takes longer than ``handshake_timeout``."""
+    limit, and (HTTP 408) when its next chunk takes longer than ``handshake_timeout``.
+    A client gone before the end (or closed for a newer connection, see
+    :class:`~.transport.PendingConnections`) is answered HTTP 400, which nobody reads,
+    rather than logged as a failure of the server."""
     limits = server.limits
     wire.check_declared_size(request.headers.get("content-length"), limits)
     chunks: list[bytes] = []
@@ -61,6 +64,8 @@ async def read_body(request: Request, server: Server) -> bytes:
             raise wire.HttpError(
                 408, {"detail": f"The request body stalled for {server.handshake_timeout} s"}
             ) from None
+        except ClientDisconnect:
+            raise wire.HttpError(400, {"detail": "The client left before the end of its request body"}) from None
         size += len(chunk)
         if size > limits.max_frame_bytes:
             wire.parse_body(b" " * size, limits)  # raises the 413
@@ -108,7 +113,8 @@ class _Endpoints:
         )
 
     async def health(self, request: Request) -> Response:
-        """Readiness, with capacity: ``status`` stays ``"healthy"`` while the
+        """Readiness, with capacity (the held sessions, which outlive their sockets,
+        among them): ``status`` stays ``"healthy"`` while the
         server takes sessions (the OpenEnv validator wants exactly that) and is
         ``"draining"`` (HTTP 503) while it shuts down, which only connections
         opened before the shutdown can see (the listener is closed first)."""
@@ -120,6 +126,8 @@ class _Endpoints:
                 "active_sessions": active,
                 "max_sessions": server.max_sessions,
                 "available_sessions": max(server.max_sessions - active, 0),
+                "held_sessions": server.held_sessions(),
+                "max_held_sessions": server.max_held_sessions,
                 "hung_env_calls": len(server.hung_calls),
             },
             503 if server.draining else 200,

@@ -29,11 +29,20 @@ from .listen import base_url, listening_socket
 from .logs import quiet_uvicorn
 from .package import PackageServer, is_package
 from .source import EnvLike
-from .transport import BackpressuredWebSocket, GuardedHttp
+from .transport import BackpressuredWebSocket, GuardedHttp, PendingConnections
 
 __all__ = ["serve", "local_server", "uvicorn_config", "GracefulServer", "listening_socket"]
 
 logger = logging.getLogger("openenv_gym.server")
+
+try:
+    import resource
+except ImportError:  # Windows
+    resource = None  # type: ignore[assignment]
+
+#: The least and the most connections waiting for a complete request one server keeps by
+#: default (a quarter of the files the process may open, between the two).
+MIN_PENDING_CONNECTIONS, MAX_PENDING_CONNECTIONS = 64, 1024
 
 
 def uvicorn_config(
@@ -44,6 +53,7 @@ def uvicorn_config(
     limits: Limits | None,
     ping_interval: float | None = 20.0,
     ping_timeout: float | None = 20.0,
+    max_pending_connections: int | None = None,
     **uvicorn_kwargs: Any,
 ) -> uvicorn.Config:
     """The uvicorn configuration openenv-gym servers run with.
@@ -52,16 +62,21 @@ def uvicorn_config(
     ``ping_interval`` seconds, dropping a peer that does not answer within
     ``ping_timeout`` (``None`` turns them off, for tunnels that drop pings);
     a connection that sends no complete request within the app's
-    ``handshake_timeout`` is closed; a WebSocket peer that reads nothing is
-    read no more; access logs are off (one line per HTTP request drowns real
-    problems).
+    ``handshake_timeout`` is closed, and so is the oldest such connection when
+    ``max_pending_connections`` of them wait and one more comes
+    (:class:`~.transport.PendingConnections`; ``None``: :func:`default_pending_connections`);
+    a WebSocket peer that reads nothing is read no more; access logs are off (one
+    line per HTTP request drowns real problems).
     """
     limits = limits or Limits()
     quiet_uvicorn()
     state = getattr(getattr(app, "state", None), "openenv_gym", None)
     handshake_timeout = state.handshake_timeout if state is not None else DEFAULT_HANDSHAKE_TIMEOUT
+    if max_pending_connections is None:
+        max_pending_connections = default_pending_connections()
+    pending = PendingConnections(max_pending_connections)
     options: dict[str, Any] = {
-        "http": functools.partial(GuardedHttp, handshake_timeout=handshake_timeout),
+        "http": functools.partial(GuardedHttp, handshake_timeout=handshake_timeout, pending=pending),
         "ws": BackpressuredWebSocket,
         "ws_max_size": limits.max_frame_bytes,
         "ws_ping_interval": ping_interval,
@@ -72,6 +87,30 @@ def uvicorn_config(
     }
     options.update(uvicorn_kwargs)
     return uvicorn.Config(app, host=host, port=port, **options)
+
+
+def default_pending_connections() -> int:
+    """How many connections waiting for a complete request a server keeps: a quarter of
+    the files this process may open (the rest are for sessions, their envs, the
+    listener), between :data:`MIN_PENDING_CONNECTIONS` and :data:`MAX_PENDING_CONNECTIONS`."""
+    if resource is None:
+        return MAX_PENDING_CONNECTIONS
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return MAX_PENDING_CONNECTIONS
+    return max(MIN_PENDING_CONNECTIONS, min(MAX_PENDING_CONNECTIONS, soft // 4))
+
+
+def raise_open_files_limit() -> None:
+    """Let this process open as many files as its hard limit allows: a server holds a
+    descriptor per connection, and the soft limit is often 1,024 of a hard limit many
+    times that. Where the hard limit cannot be taken (unlimited on macOS), nothing changes."""
+    if resource is None:
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
 class GracefulServer(uvicorn.Server):
@@ -114,6 +153,7 @@ def serve(
     ping_interval: float | None = 20.0,
     ping_timeout: float | None = 20.0,
     drain_timeout: float = 30.0,
+    max_pending_connections: int | None = None,
     uvicorn_kwargs: dict[str, Any] | None = None,
     **app_kwargs: Any,
 ) -> None:
@@ -123,7 +163,10 @@ def serve(
     :func:`~openenv_gym.create_app` (``env_kwargs``, ``max_sessions``,
     ``session_timeout``, ``step_timeout``, ``execution``, ``token``, ...).
     On shutdown, sessions get up to ``drain_timeout`` seconds to finish the
-    env call they are in (see :class:`GracefulServer`).
+    env call they are in (see :class:`GracefulServer`). The process may open
+    as many files as its hard limit allows (:func:`raise_open_files_limit`), and
+    keeps at most ``max_pending_connections`` connections that have sent no
+    complete request (see :func:`uvicorn_config`).
 
     Raises :class:`ListenError` when the address cannot be bound; an env that
     cannot be served fails in :func:`~openenv_gym.create_app`, before that.
@@ -136,10 +179,11 @@ def serve(
             f"{env} is an OpenEnv package, whose own app serves it: run `openenv-gym serve {env}` "
             f"or use local_server({str(env)!r})"
         )
+    raise_open_files_limit()
     app = create_app(env, limits=limits, **app_kwargs)
     config = uvicorn_config(
         app, host=host, port=port, limits=limits, ping_interval=ping_interval,
-        ping_timeout=ping_timeout, **(uvicorn_kwargs or {}),
+        ping_timeout=ping_timeout, max_pending_connections=max_pending_connections, **(uvicorn_kwargs or {}),
     )
     with listening_socket(host, port) as sock:
         source = app.state.openenv_gym.source

@@ -21,13 +21,53 @@ from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIO
 from ..errors import ErrorCode, ProtocolError
 from ..protocol import SUBPROTOCOLS, Codec
 
-__all__ = ["Channel", "SessionEndpoint", "next_frame", "BackpressuredWebSocket", "GuardedHttp"]
+__all__ = [
+    "Channel", "SessionEndpoint", "next_frame", "BackpressuredWebSocket", "GuardedHttp", "PendingConnections",
+    "CONNECTION_LOST",
+]
+
+#: The scope key under which an app may leave a callable for :class:`BackpressuredWebSocket`
+#: to call (with no arguments) when the connection is lost, whatever the app is doing then.
+CONNECTION_LOST = "openenv_gym.connection_lost"
+
+
+class PendingConnections:
+    """The connections of one server waiting for a complete request, body included
+    (new ones, kept-alive ones between requests, requests whose body is still coming),
+    oldest first, at most ``limit`` of them: one more closes the oldest, as nginx
+    reuses its oldest keep-alive connection when it runs out of them.
+
+    Without it, a peer that opens connections and sends nothing (or headers promising
+    a body it never sends) holds each, and a file descriptor, until the handshake
+    timeout: a thousand of them exhaust a server's descriptors, and every client is
+    refused until they time out. With it, such connections hold at most ``limit``
+    descriptors, and a client that sends its request at once is never the oldest waiting.
+    """
+
+    def __init__(self, limit: int) -> None:
+        if limit < 1:
+            raise ValueError(f"the limit of pending connections must be at least 1, not {limit}")
+        self.limit = limit
+        self._waiting: dict[GuardedHttp, None] = {}  # insertion order: oldest first
+
+    def add(self, connection: GuardedHttp) -> None:
+        """``connection`` waits for a request from now on (the oldest waiting closed if need be)."""
+        while len(self._waiting) >= self.limit:
+            oldest = next(iter(self._waiting))
+            del self._waiting[oldest]
+            oldest.give_up()
+        self._waiting[connection] = None
+
+    def discard(self, connection: GuardedHttp) -> None:
+        """``connection`` waits no more (a request came, or it is gone)."""
+        self._waiting.pop(connection, None)
 
 
 class GuardedHttp(H11Protocol):
     """uvicorn's HTTP/1.1 protocol, closing a connection that sends no complete
     request within ``handshake_timeout`` seconds (of its opening, or of the end
-    of its previous response).
+    of its previous response), or sooner when ``pending`` (shared by every
+    connection of one server) needs its place for a newer one.
 
     uvicorn times out a kept-alive connection only while it is silent: a peer
     that opens connections and sends nothing, half a request line, or half a
@@ -35,9 +75,10 @@ class GuardedHttp(H11Protocol):
     ever, before any token or capacity check can see it.
     """
 
-    def __init__(self, *args: Any, handshake_timeout: float, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, handshake_timeout: float, pending: PendingConnections, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._handshake_timeout = handshake_timeout
+        self._pending = pending
         self._deadline: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
@@ -46,9 +87,13 @@ class GuardedHttp(H11Protocol):
 
     def handle_events(self) -> None:
         super().handle_events()
-        upgraded = self.transport.get_protocol() is not self
-        if upgraded or (self.cycle is not None and not self.cycle.response_complete):
+        cycle = self.cycle
+        if self.transport.get_protocol() is not self:  # upgraded to a WebSocket
             self._disarm()
+        elif cycle is not None and not cycle.response_complete:
+            self._stop_clock()  # a request came: the app times the chunks of its body
+            if not cycle.more_body:
+                self._pending.discard(self)  # and all of it: it waits no more
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
@@ -59,16 +104,23 @@ class GuardedHttp(H11Protocol):
         super().connection_lost(exc)
 
     def _arm(self) -> None:
-        self._disarm()
-        self._deadline = self.loop.call_later(self._handshake_timeout, self._timed_out)
+        self._stop_clock()
+        self._deadline = self.loop.call_later(self._handshake_timeout, self.give_up)
+        self._pending.add(self)
 
     def _disarm(self) -> None:
+        self._stop_clock()
+        self._pending.discard(self)
+
+    def _stop_clock(self) -> None:
         if self._deadline is not None:
             self._deadline.cancel()
             self._deadline = None
 
-    def _timed_out(self) -> None:
-        self._deadline = None
+    def give_up(self) -> None:
+        """Close the connection, which sent no complete request: in time, or before a
+        newer connection needed its place."""
+        self._disarm()
         if not self.transport.is_closing() and self.transport.get_protocol() is self:
             self.transport.close()
 
@@ -82,9 +134,24 @@ class BackpressuredWebSocket(WebSocketsSansIOProtocol):
     write buffer is over its high-water mark, the connection stops reading
     (pings, messages, anything) until the peer has read enough: back-pressure
     in both directions, and a peer that stops reading only fills its own buffers.
+
+    When the connection is lost (the peer closed it, vanished, or the server shut
+    it), it calls what the app left in its scope under :data:`CONNECTION_LOST`:
+    the app reads the disconnect only between messages, and a session in the
+    middle of a call that never ends would not notice its client gone. Nothing
+    is done per message. It is told as soon as the socket is read: while a call
+    runs, unless the client sent its next message before leaving (the server reads
+    no more until the call ends), when the keepalive ping notices.
     """
 
     _writing_paused = False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        super().connection_lost(exc)
+        scope = getattr(self, "scope", None)  # none before the handshake
+        lost = scope.get(CONNECTION_LOST) if scope is not None else None
+        if lost is not None:
+            lost()
 
     def pause_writing(self) -> None:
         super().pause_writing()
