@@ -106,7 +106,7 @@ class WsRoute(Route):
         except ProtocolError as exc:
             # Telemetry's messages, twice a session at most, take the slow path.
             kind = message.get("type") if isinstance(message, dict) else None
-            if exc.code is not ErrorCode.UNKNOWN_TYPE or kind not in VALIDATION_MESSAGES:
+            if exc.code is not ErrorCode.UNKNOWN_TYPE or not isinstance(kind, str) or kind not in VALIDATION_MESSAGES:
                 raise
             if not self.telemetry:
                 raise ProtocolError(ErrorCode.UNKNOWN_TYPE, f"{exc.message} ({TELEMETRY_OFF})") from None

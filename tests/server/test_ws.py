@@ -22,6 +22,9 @@ def test_every_error_code_and_whether_the_session_survives(cartpole_url):
             ("{not json", "INVALID_JSON"),
             (json.dumps({"type": "render_all"}), "UNKNOWN_TYPE"),
             (json.dumps({"data": {}}), "UNKNOWN_TYPE"),
+            # A type that is not a string (the fuzzer's finding: these once ended the session).
+            (json.dumps({"type": [None, True]}), "UNKNOWN_TYPE"),
+            (json.dumps({"type": {}, "data": {}}), "UNKNOWN_TYPE"),
             (json.dumps({"type": "state", "data": {}}), "VALIDATION_ERROR"),
             (json.dumps({"type": "step", "data": {"action": 5}}), "VALIDATION_ERROR"),
             (json.dumps({"type": "step", "data": {"action": [1]}}), "VALIDATION_ERROR"),
