@@ -65,7 +65,7 @@ def jsonable(value: Any) -> Any:
     if isinstance(value, np.ndarray):
         if value.dtype.kind in "biuf" or value.dtype.kind == "U":
             return value.tolist()  # Python scalars, nested lists: JSON already
-        return [jsonable(v) for v in value.tolist()]
+        return jsonable(value.tolist())  # nested lists of Python objects, or one (a 0-d array)
     if isinstance(value, np.generic):
         return jsonable(value.item())
     if isinstance(value, (bytes, bytearray)):

@@ -267,3 +267,14 @@ def test_deeply_nested_tuples_are_refused_before_they_exhaust_the_stack(depth):
     with pytest.raises(ProtocolError, match="nesting exceeds"):
         codec.decode(frame)
     assert codec.decode(codec.encode({"t": (1, (2, (3,)))}))["t"] == (1, (2, (3,)))  # still usable
+
+
+@pytest.mark.parametrize("value", [np.array(1 + 2j), np.array([1j, 2j]), np.array("x", dtype=object)])
+def test_jsonable_takes_arrays_json_cannot_carry_of_any_shape(value):
+    """The fuzzer's finding: a 0-d complex array (a msgpack frame's whole message) made
+    the error that echoes it raise, ending the session."""
+    plain = protocol.jsonable(value)
+    assert json.loads(json.dumps(plain)) == plain
+    with pytest.raises(ProtocolError) as refused:
+        parse_message(value, WS_MESSAGES)
+    assert refused.value.code is ErrorCode.VALIDATION_ERROR
