@@ -47,7 +47,7 @@ from __future__ import annotations
 from ._common import SpaceValueError
 
 # The limits outside __all__ stay importable from here too, as they were before the split.
-from .description import FORMAT, describe, restore
+from .description import FORMAT, BoundsBudget, describe, restore
 from .description import MAX_BOX_ELEMENTS as MAX_BOX_ELEMENTS
 from .description import MAX_DESCRIPTION_DEPTH as MAX_DESCRIPTION_DEPTH
 from .description import MAX_NDIM as MAX_NDIM
@@ -65,6 +65,7 @@ __all__ = [
     "SpaceValueError",
     "describe",
     "restore",
+    "BoundsBudget",
     "to_json_schema",
     "encode",
     "decode",

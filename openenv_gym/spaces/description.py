@@ -4,7 +4,8 @@ An openenv-gym server publishes ``describe(space)`` for its spaces (tagged with
 :data:`FORMAT` in its JSON Schemas); the client calls :func:`restore` on it and gets the
 server's exact spaces back, dtypes and bounds bit for bit. A description comes from the
 network, so :func:`restore` checks every field and refuses descriptions that are too large
-or too deep (:data:`MAX_BOX_ELEMENTS`, :data:`MAX_NDIM`, :data:`MAX_DESCRIPTION_DEPTH`).
+or too deep (:data:`MAX_BOX_ELEMENTS`, :data:`MAX_NDIM`, :data:`MAX_DESCRIPTION_DEPTH`), and
+bounds within a :class:`BoundsBudget` what the spaces it builds may allocate.
 
 Example::
 
@@ -27,7 +28,7 @@ from gymnasium import spaces as gs
 
 from ._common import _SUPPORTED, _short_list, _what
 
-__all__ = ["FORMAT", "MAX_DESCRIPTION_DEPTH", "MAX_BOX_ELEMENTS", "MAX_NDIM", "describe", "restore"]
+__all__ = ["FORMAT", "MAX_DESCRIPTION_DEPTH", "MAX_BOX_ELEMENTS", "MAX_NDIM", "BoundsBudget", "describe", "restore"]
 
 FORMAT = "openenv-gym.space/1"
 """Version tag of the space description format produced by :func:`describe`."""
@@ -54,6 +55,42 @@ _BOX_DTYPES: dict[str, np.dtype] = {
     )
 }
 _INT_DTYPES: dict[str, np.dtype] = {k: v for k, v in _BOX_DTYPES.items() if v.kind in "iu"}
+
+
+class BoundsBudget:
+    """The most bytes the bounds of restored spaces may take together: a ``Box``'s ``low``
+    and ``high``, a ``MultiDiscrete``'s ``nvec`` and ``start``, each an array of the space's
+    shape and dtype.
+
+    A description of a few hundred bytes can declare a ``Box`` of gigabytes within
+    :data:`MAX_BOX_ELEMENTS`, and :func:`restore` allocates its bounds. A client passes one
+    budget to every :func:`restore` of a server's spaces, so that together they stay within
+    it; ``limit`` names the limit in the error (the option that raises it).
+
+        >>> budget = BoundsBudget(1 << 20, "max_message_bytes")
+        >>> box = {"type": "Box", "dtype": "float64", "shape": [4096, 4096], "low": 0, "high": 1}
+        >>> restore(box, budget=budget)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: description: the bounds of a Box ... take 268,435,456 bytes, over the limit of 1,048,576 ...
+    """
+
+    def __init__(self, max_bytes: int, limit: str = "max_bytes") -> None:
+        self.max_bytes = max_bytes
+        self.limit = limit
+        #: Bytes of bounds the spaces restored so far take.
+        self.spent = 0
+
+    def spend(self, nbytes: int, path: str, what: str) -> None:
+        """Count the ``nbytes`` of bounds of ``what`` (at ``path``), before they are
+        allocated; ``ValueError`` when they would take the total past the budget."""
+        if self.spent + nbytes > self.max_bytes:
+            before = f" (after {self.spent:,} for the spaces before it)" if self.spent else ""
+            raise ValueError(
+                f"{path}: the bounds of {what} take {nbytes:,} bytes{before}, over the limit of "
+                f"{self.max_bytes:,} bytes ({self.limit})"
+            )
+        self.spent += nbytes
 
 
 # ---------------------------------------------------------------------------------------------
@@ -239,16 +276,19 @@ def _describe_one_of(space: gs.OneOf, path: str) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------
 
 
-def restore(description: Mapping[str, Any]) -> gs.Space:
+def restore(description: Mapping[str, Any], *, budget: BoundsBudget | None = None) -> gs.Space:
     """Rebuild the space that :func:`describe` described.
 
     Also accepts the wrapper ``{"format": FORMAT, "space": description}`` that is embedded in
-    JSON Schemas under :data:`SCHEMA_EXTENSION_KEY`.
+    JSON Schemas under :data:`SCHEMA_EXTENSION_KEY`. ``budget`` bounds the bytes its bounds
+    arrays may take (with those of the other spaces restored with the same budget); without
+    one, only :data:`MAX_BOX_ELEMENTS` bounds them.
 
     Raises:
         ValueError: if the description is malformed (unknown type, missing or extra field,
             wrong field type, inconsistent bounds, unsupported format version, too large or too
-            deep); the message names the offending field, e.g. ``description["spaces"][1]["n"]``.
+            deep, bounds past the budget); the message names the offending field, e.g.
+            ``description["spaces"][1]["n"]``.
 
     Example::
 
@@ -261,13 +301,16 @@ def restore(description: Mapping[str, Any]) -> gs.Space:
     if isinstance(description, Mapping) and "type" not in description and "space" in description:
         fmt = description.get("format")
         if fmt != FORMAT:
-            raise ValueError(f"{path}['format']: unsupported space description format {fmt!r}, expected {FORMAT!r}")
+            raise ValueError(
+                f"{path}['format']: unsupported space description format {fmt!r}, expected {FORMAT!r} "
+                f"(upgrade openenv-gym on one side)"
+            )
         description = description["space"]
         path = "description['space']"
-    return _restore(description, path, 0)
+    return _restore(description, path, 0, budget)
 
 
-def _restore(d: Any, path: str, depth: int) -> gs.Space:
+def _restore(d: Any, path: str, depth: int, budget: BoundsBudget | None) -> gs.Space:
     if depth > MAX_DESCRIPTION_DEPTH:
         raise ValueError(f"{path}: spaces nested deeper than {MAX_DESCRIPTION_DEPTH} levels")
     if not isinstance(d, Mapping):
@@ -283,7 +326,7 @@ def _restore(d: Any, path: str, depth: int) -> gs.Space:
     extra = [k for k in d if k != "type" and k not in required and k not in optional]
     if extra:
         raise ValueError(f"{path}: unexpected field(s) {_short_list(extra)} in {kind} description")
-    return fn(d, path, depth)
+    return fn(d, path, depth, budget)
 
 
 def _construct(path: str, ctor: Callable[..., gs.Space], *args: Any, **kwargs: Any) -> gs.Space:
@@ -400,9 +443,11 @@ def _restore_bound(
     return arr, mask
 
 
-def _restore_box(d: Mapping[str, Any], path: str, depth: int) -> gs.Space:
+def _restore_box(d: Mapping[str, Any], path: str, depth: int, budget: BoundsBudget | None) -> gs.Space:
     dtype = _dtype_field(d, "dtype", path, _BOX_DTYPES)
     shape = _shape_field(d["shape"], f"{path}['shape']")
+    if budget is not None:
+        budget.spend(2 * math.prod(shape) * dtype.itemsize, path, f"a Box of shape {shape} and dtype {dtype}")
     low, low_mask = _restore_bound(d["low"], dtype, shape, f"{path}['low']", "-inf")
     high, high_mask = _restore_bound(d["high"], dtype, shape, f"{path}['high']", "inf")
     box = cast(gs.Box, _construct(path, gs.Box, low, high, shape=shape, dtype=dtype))
@@ -414,7 +459,7 @@ def _restore_box(d: Mapping[str, Any], path: str, depth: int) -> gs.Space:
     return box
 
 
-def _restore_discrete(d: Mapping[str, Any], path: str, depth: int) -> gs.Space:
+def _restore_discrete(d: Mapping[str, Any], path: str, depth: int, budget: BoundsBudget | None) -> gs.Space:
     n = _int_field(d, "n", path, minimum=1)
     start = _int_field(d, "start", path) if "start" in d else 0
     dtype = _dtype_field(d, "dtype", path, _INT_DTYPES) if "dtype" in d else np.dtype(np.int64)
@@ -446,8 +491,11 @@ def _restore_int_array(x: Any, dtype: np.dtype, path: str, shape: tuple[int, ...
     return np.array(flat, dtype=dtype).reshape(shape)
 
 
-def _restore_multi_discrete(d: Mapping[str, Any], path: str, depth: int) -> gs.Space:
+def _restore_multi_discrete(d: Mapping[str, Any], path: str, depth: int, budget: BoundsBudget | None) -> gs.Space:
     dtype = _dtype_field(d, "dtype", path, _INT_DTYPES) if "dtype" in d else np.dtype(np.int64)
+    if budget is not None:
+        shape = _nested_shape(d["nvec"], f"{path}['nvec']")
+        budget.spend(2 * math.prod(shape) * dtype.itemsize, path, f"a MultiDiscrete of shape {shape} and dtype {dtype}")
     nvec = _restore_int_array(d["nvec"], dtype, f"{path}['nvec']")
     kwargs: dict[str, Any] = {"dtype": dtype}
     if "start" in d:
@@ -457,7 +505,7 @@ def _restore_multi_discrete(d: Mapping[str, Any], path: str, depth: int) -> gs.S
     return _construct(path, gs.MultiDiscrete, nvec, **kwargs)
 
 
-def _restore_multi_binary(d: Mapping[str, Any], path: str, depth: int) -> gs.Space:
+def _restore_multi_binary(d: Mapping[str, Any], path: str, depth: int, budget: BoundsBudget | None) -> gs.Space:
     n = d["n"]
     if isinstance(n, list):
         shape = _shape_field(n, f"{path}['n']")
@@ -470,7 +518,7 @@ def _restore_multi_binary(d: Mapping[str, Any], path: str, depth: int) -> gs.Spa
     return _construct(path, gs.MultiBinary, n)
 
 
-def _restore_text(d: Mapping[str, Any], path: str, depth: int) -> gs.Space:
+def _restore_text(d: Mapping[str, Any], path: str, depth: int, budget: BoundsBudget | None) -> gs.Space:
     min_length = _int_field(d, "min_length", path, minimum=0)
     max_length = _int_field(d, "max_length", path, minimum=0)
     charset = d["charset"]
@@ -479,19 +527,21 @@ def _restore_text(d: Mapping[str, Any], path: str, depth: int) -> gs.Space:
     return _construct(path, gs.Text, max_length, min_length=min_length, charset=charset)
 
 
-def _restore_list(d: Mapping[str, Any], key: str, path: str, depth: int, nonempty: bool = False) -> list[gs.Space]:
+def _restore_list(
+    d: Mapping[str, Any], key: str, path: str, depth: int, budget: BoundsBudget | None, nonempty: bool = False
+) -> list[gs.Space]:
     items = d[key]
     if not isinstance(items, list) or (nonempty and not items):
         what = f"{'non-empty ' if nonempty else ''}list of space descriptions"
         raise ValueError(f"{path}[{key!r}]: expected a {what}, got {_what(items)}")
-    return [_restore(item, f"{path}[{key!r}][{i}]", depth + 1) for i, item in enumerate(items)]
+    return [_restore(item, f"{path}[{key!r}][{i}]", depth + 1, budget) for i, item in enumerate(items)]
 
 
-def _restore_tuple(d: Mapping[str, Any], path: str, depth: int) -> gs.Space:
-    return _construct(path, gs.Tuple, _restore_list(d, "spaces", path, depth))
+def _restore_tuple(d: Mapping[str, Any], path: str, depth: int, budget: BoundsBudget | None) -> gs.Space:
+    return _construct(path, gs.Tuple, _restore_list(d, "spaces", path, depth, budget))
 
 
-def _restore_dict(d: Mapping[str, Any], path: str, depth: int) -> gs.Space:
+def _restore_dict(d: Mapping[str, Any], path: str, depth: int, budget: BoundsBudget | None) -> gs.Space:
     items = d["spaces"]
     if isinstance(items, Mapping):
         items = [[k, v] for k, v in items.items()]
@@ -506,30 +556,31 @@ def _restore_dict(d: Mapping[str, Any], path: str, depth: int) -> gs.Space:
         if pair[0] in seen:
             raise ValueError(f"{p}: duplicate key {pair[0]!r}")
         seen.add(pair[0])
-        pairs.append((pair[0], _restore(pair[1], f"{p}[1]", depth + 1)))
+        pairs.append((pair[0], _restore(pair[1], f"{p}[1]", depth + 1, budget)))
     return _construct(path, gs.Dict, pairs)
 
 
-def _restore_sequence(d: Mapping[str, Any], path: str, depth: int) -> gs.Space:
+def _restore_sequence(d: Mapping[str, Any], path: str, depth: int, budget: BoundsBudget | None) -> gs.Space:
     stack = d.get("stack", False)
     if not isinstance(stack, bool):
         raise ValueError(f"{path}['stack']: expected true or false, got {_what(stack)}")
-    feature = _restore(d["space"], f"{path}['space']", depth + 1)
+    feature = _restore(d["space"], f"{path}['space']", depth + 1, budget)
     return _construct(path, gs.Sequence, feature, stack=stack)
 
 
-def _restore_graph(d: Mapping[str, Any], path: str, depth: int) -> gs.Space:
-    node = _restore(d["node_space"], f"{path}['node_space']", depth + 1)
+def _restore_graph(d: Mapping[str, Any], path: str, depth: int, budget: BoundsBudget | None) -> gs.Space:
+    node = _restore(d["node_space"], f"{path}['node_space']", depth + 1, budget)
     edge = d.get("edge_space")
-    edge_space = None if edge is None else _restore(edge, f"{path}['edge_space']", depth + 1)
+    edge_space = None if edge is None else _restore(edge, f"{path}['edge_space']", depth + 1, budget)
     return _construct(path, gs.Graph, node, edge_space)
 
 
-def _restore_one_of(d: Mapping[str, Any], path: str, depth: int) -> gs.Space:
-    return _construct(path, gs.OneOf, _restore_list(d, "spaces", path, depth, nonempty=True))
+def _restore_one_of(d: Mapping[str, Any], path: str, depth: int, budget: BoundsBudget | None) -> gs.Space:
+    return _construct(path, gs.OneOf, _restore_list(d, "spaces", path, depth, budget, nonempty=True))
 
 
-_RESTORERS: dict[str, tuple[Callable[[Mapping[str, Any], str, int], gs.Space], tuple[str, ...], tuple[str, ...]]] = {
+_Restorer = Callable[[Mapping[str, Any], str, int, "BoundsBudget | None"], gs.Space]
+_RESTORERS: dict[str, tuple[_Restorer, tuple[str, ...], tuple[str, ...]]] = {
     "Box": (_restore_box, ("dtype", "shape", "low", "high"), ()),
     "Discrete": (_restore_discrete, ("n",), ("start", "dtype")),
     "MultiDiscrete": (_restore_multi_discrete, ("nvec",), ("start", "dtype")),

@@ -145,3 +145,22 @@ def test_restore_rejects_very_deep_nesting():
         d = {"type": "Tuple", "spaces": [d]}
     with pytest.raises(ValueError, match="deeper"):
         og_spaces.restore(d)
+
+
+def test_a_budget_bounds_the_bounds_of_every_space_restored_with_it():
+    """A ``BoundsBudget`` counts the bytes of bounds (a Box's low and high, a MultiDiscrete's
+    nvec and start) before they are allocated, across every ``restore`` given it; the error
+    names the limit."""
+    box = {"type": "Box", "dtype": "float32", "shape": [100], "low": 0, "high": 1}  # 800 bytes of bounds
+    budget = og_spaces.BoundsBudget(2000, "max_message_bytes")
+    og_spaces.restore(box, budget=budget)
+    og_spaces.restore({"type": "Tuple", "spaces": [{"type": "Discrete", "n": 3}, box]}, budget=budget)
+    assert budget.spent == 1600
+    with pytest.raises(ValueError, match=r"take 800 bytes \(after 1,600 .*limit of 2,000 bytes \(max_message_bytes\)"):
+        og_spaces.restore(box, budget=budget)
+    with pytest.raises(ValueError, match=r"\['spaces'\]\[1\]: the bounds of a MultiDiscrete of shape \(3,\)"):
+        og_spaces.restore({"type": "Tuple", "spaces": [box, {"type": "MultiDiscrete", "nvec": [2, 2, 2]}]},
+                          budget=og_spaces.BoundsBudget(840))
+    huge = {"type": "Box", "dtype": "float64", "shape": [4096, 4096], "low": 0, "high": 1}
+    with pytest.raises(ValueError, match="268,435,456 bytes"):
+        og_spaces.restore(huge, budget=og_spaces.BoundsBudget(1 << 20))
