@@ -73,6 +73,7 @@ from typing import Any, Literal
 import numpy as np
 from gymnasium import spaces as gs
 
+from ..errors import ProtocolMismatchError
 from ._common import _err, _short_list, _what
 from .description import MAX_BOX_ELEMENTS
 from .infer import InferredSpace, _Ctx, _resolve, infer_space
@@ -256,8 +257,8 @@ def infer_view(
     came from (or why there is none).
 
     Raises:
-        ValueError: the schema has no object schema for a side that is not given whole, or
-            an override leaves out a field the server requires.
+        ProtocolMismatchError: the schema has no object schema for a side that is not given whole.
+        ValueError: an override leaves out a field the server requires.
     """
     rules: dict[str, str] = {"first observation": first_observation_source} if first_observation_source else {}
     first = dict(first_observation or {})
@@ -272,7 +273,8 @@ def infer_view(
 
     # -- the action -----------------------------------------------------------------------
     overrides = dict(action_fields or {})
-    required = set(action_schema.get("required", ())) if isinstance(action_schema, Mapping) else set()
+    listed = action_schema.get("required")
+    required = {name for name in listed if isinstance(name, str)} if isinstance(listed, list) else set()
     act_rules: dict[str, InferredSpace] = {}
     for name in [*act_props, *sorted(set(overrides) - set(act_props))]:
         where, prop = f"action.{name}", act_props.get(name)
@@ -342,7 +344,10 @@ def _object(schema: Any, what: str, whole: gs.Space | None) -> Mapping[str, Any]
             return resolved[0]
     if whole is not None:
         return {}
-    raise ValueError(f"the server's /schema has no {what} schema; pass {what}_space= explicitly")
+    raise ProtocolMismatchError(
+        f"no {what} schema (an object of the {what}'s fields), got {_what(schema)}; "
+        f"pass {what}_space= to give its space"
+    )
 
 
 def _properties(schema: Any) -> dict[str, Any]:
@@ -442,7 +447,8 @@ def _schema_rule(prop: Any, space: gs.Space, defs: Mapping[str, Any]) -> str:
     """In words, which of :func:`~openenv_gym.spaces.infer_space`'s rules gave ``space``."""
     resolved = _resolve(prop, _Ctx(defs), frozenset())
     schema = resolved[0] if resolved is not None and isinstance(resolved[0], Mapping) else {}
-    members = schema.get("anyOf") or schema.get("oneOf") or []
+    members = schema.get("anyOf") or schema.get("oneOf")
+    members = members if isinstance(members, list) else []
     nullable = any(isinstance(m, Mapping) and m.get("type") == "null" for m in members) or (
         isinstance(schema.get("type"), list) and "null" in schema["type"])
     if type(space).__name__ == "JsonText":
@@ -501,7 +507,8 @@ def _described_bounds(prop: Any, name: str, model: Mapping[str, Any]) -> tuple[A
         "minimum" in prop and "maximum" in prop
     ):
         return prop, None
-    texts = [prop.get("description") or ""]
+    description = prop.get("description")
+    texts = [description] if isinstance(description, str) else []
     for line in str(model.get("description") or "").splitlines():
         if line.strip().startswith(f"{name}:"):
             texts.append(line.strip())

@@ -10,6 +10,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
+from openenv_gym.errors import ProtocolMismatchError
 from openenv_gym.spaces import InferredText, JsonText, infer_space, infer_view, needs_first_observation
 from openenv_gym.spaces.infer import random_json
 from openenv_gym.spaces.stock import (
@@ -153,6 +154,20 @@ def test_no_first_observation_no_mask_and_the_rules_say_why():
     assert isinstance(view.action_space, gym.spaces.Box) and view.legal is None
     assert view.rules["first observation"] == "none: HTTP 404"
     assert "no first observation with legal actions" in view.rules["action.action"]
+
+
+def test_a_schema_without_a_side_is_refused_and_odd_keywords_are_ignored():
+    """A side that is no object schema is a ProtocolMismatchError, unless its space is given
+    whole; keywords of the wrong type inside a side (``required``, ``anyOf``, ``description``)
+    are ignored, as the rest of the inference ignores what it cannot use."""
+    with pytest.raises(ProtocolMismatchError, match="no observation schema .*got int 5; pass observation_space="):
+        infer_view({"observation": 5, "action": schema_of({"a": INT}, {})["action"]})
+    assert infer_view({"observation": 5, "action": {}}, observation_space=gym.spaces.Discrete(2),
+                      action_space=gym.spaces.Discrete(3)).observation_space == gym.spaces.Discrete(2)
+    odd = schema_of({"a": {**INT, "description": 5}, "b": {"anyOf": 5}}, {}, required=[])
+    odd["action"]["required"] = 5
+    view = infer_view(odd)
+    assert set(view.action_space.spaces) == {"a", "b"}
 
 
 # -- observations ---------------------------------------------------------------------------
