@@ -12,6 +12,10 @@ fetches it):
   and the server's first observation, overridable field by field);
   ``done`` becomes ``terminated`` and ``truncated`` is always ``False``, since
   OpenEnv has a single ``done``.
+
+A schema the client cannot use (spaces it cannot restore, or whose bounds would take more
+than ``max_message_bytes``, a side missing) is refused with one
+:class:`~openenv_gym.errors.ProtocolMismatchError`: ``{url}/schema: <why>``.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from typing import Any
 import gymnasium as gym
 
 from .. import spaces
-from ..errors import ConnectionClosedError, ErrorCode, OpenEnvGymError, ProtocolError
+from ..errors import ConnectionClosedError, ErrorCode, OpenEnvGymError, ProtocolError, ProtocolMismatchError
 from ..protocol import EXTENSION_KEY, Codec, Observation, ServerMessage, Step
 from ..protocol import gym as gym_data
 from ..protocol.attributes import ATTRIBUTES_VERSION
@@ -72,7 +76,12 @@ def _observation(reply: ServerMessage) -> Observation:
 
 
 class GymContract(Contract):
-    """The contract of an openenv-gym server (exact spaces, terminated/truncated)."""
+    """The contract of an openenv-gym server (exact spaces, terminated/truncated).
+
+    ``budget`` bounds what restoring the schema's spaces may allocate
+    (:class:`~openenv_gym.spaces.BoundsBudget`); a space the schema lacks or that cannot
+    be restored raises :class:`~openenv_gym.errors.ProtocolMismatchError`.
+    """
 
     extended = True
 
@@ -82,9 +91,10 @@ class GymContract(Contract):
         extension: dict,
         observation_space: gym.Space | None = None,
         action_space: gym.Space | None = None,
+        budget: spaces.BoundsBudget | None = None,
     ) -> None:
-        self.observation_space = observation_space or _exact_space(schema["observation"], "obs")
-        self.action_space = action_space or _exact_space(schema["action"], "action")
+        self.observation_space = observation_space or _exact_space(schema, "observation", "obs", budget)
+        self.action_space = action_space or _exact_space(schema, "action", "action", budget)
         self.render_mode = extension.get("render_mode")
         self.env_metadata = dict(extension.get("metadata") or {})
         self.env_id = extension.get("env_id")
@@ -133,14 +143,22 @@ class FieldsContract(Contract):
         )
 
 
-def _exact_space(object_schema: dict, field: str) -> gym.Space:
-    extension = object_schema["properties"][field][spaces.SCHEMA_EXTENSION_KEY]
-    if extension.get("format") != spaces.FORMAT:
-        raise ValueError(
-            f"the server describes its spaces in format {extension.get('format')!r}; this "
-            f"openenv-gym understands {spaces.FORMAT!r} (upgrade openenv-gym on one side)"
+def _exact_space(schema: dict, side: str, field: str, budget: spaces.BoundsBudget | None) -> gym.Space:
+    """The exact space an openenv-gym schema describes for ``side`` (``observation`` or
+    ``action``), under ``{side}.properties.{field}`` and its extension key."""
+    object_schema = schema.get(side)
+    properties = object_schema.get("properties") if isinstance(object_schema, dict) else None
+    prop = properties.get(field) if isinstance(properties, dict) else None
+    extension = prop.get(spaces.SCHEMA_EXTENSION_KEY) if isinstance(prop, dict) else None
+    if not isinstance(extension, dict):
+        raise ProtocolMismatchError(
+            f"no {side} space: an openenv-gym schema describes it at "
+            f"{side}.properties.{field}[{spaces.SCHEMA_EXTENSION_KEY!r}]"
         )
-    return spaces.restore(extension["space"])
+    try:
+        return spaces.restore(extension, budget=budget)
+    except ValueError as exc:
+        raise ProtocolMismatchError(f"its {side} space: {exc}") from exc
 
 
 def contract_from_schema(
@@ -152,9 +170,16 @@ def contract_from_schema(
     observation_fields: FieldOverrides | None = None,
     action_fields: FieldOverrides | None = None,
     first_observation_source: str = "",
+    budget: spaces.BoundsBudget | None = None,
 ) -> Contract:
     """Pick the contract for a server from its ``/schema`` document (for a stock server, with
-    the fields of its first observation when :func:`~openenv_gym.spaces.needs_first_observation`)."""
+    the fields of its first observation when :func:`~openenv_gym.spaces.needs_first_observation`).
+
+    Raises:
+        ProtocolMismatchError: the schema describes no space this client can use for a side
+            not given whole (``budget``: one whose bounds would take more than it allows).
+        ValueError: the field overrides do not fit the server.
+    """
     extension = schema.get(EXTENSION_KEY)
     if isinstance(extension, dict):
         if observation_fields or action_fields:
@@ -163,7 +188,7 @@ def contract_from_schema(
                 "server; this openenv-gym server publishes exact spaces (pass observation_space= / "
                 "action_space= to replace them)"
             )
-        return GymContract(schema, extension, observation_space, action_space)
+        return GymContract(schema, extension, observation_space, action_space, budget)
     view = spaces.infer_view(
         schema, first_observation=first_observation, observation_fields=observation_fields,
         action_fields=action_fields, observation_space=observation_space, action_space=action_space,
@@ -185,7 +210,15 @@ def read_contract(
     server whose schema leaves shapes or action counts open, its first observation, read
     with ``POST /reset`` (a stateless reset that holds no session, so it works on a server
     that takes one session at a time). When that reset fails, the view is inferred from the
-    schema alone, and its rules say why."""
+    schema alone, and its rules say why.
+
+    The bounds of the spaces an openenv-gym server describes may take ``max_message_bytes``
+    together (a ``Box``'s ``low`` and ``high`` are each as large as one of its values): a few
+    hundred bytes of schema can declare a ``Box`` of gigabytes.
+
+    Raises:
+        ProtocolMismatchError: ``{base_url}/schema: <why>``, for a schema this client cannot use.
+    """
     schema = get_json(f"{base_url}/schema", options)
     if not isinstance(schema, dict):
         raise OpenEnvGymError(f"{base_url}/schema did not return a JSON object")
@@ -206,8 +239,12 @@ def read_contract(
                 source = "POST /reset (a stateless reset: no session held)"
             else:
                 source = "none: POST /reset did not answer an observation object"
-    contract = contract_from_schema(
-        schema, observation_space=observation_space, action_space=action_space, first_observation=first,
-        observation_fields=observation_fields, action_fields=action_fields, first_observation_source=source,
-    )
+    try:
+        contract = contract_from_schema(
+            schema, observation_space=observation_space, action_space=action_space, first_observation=first,
+            observation_fields=observation_fields, action_fields=action_fields, first_observation_source=source,
+            budget=spaces.BoundsBudget(options.max_message_bytes, "max_message_bytes"),
+        )
+    except ProtocolMismatchError as exc:
+        raise ProtocolMismatchError(f"{base_url}/schema: {exc}") from exc
     return schema, contract

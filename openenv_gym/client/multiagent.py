@@ -39,6 +39,7 @@ from ..errors import OpenEnvGymError, ProtocolMismatchError
 from ..protocol import EXTENSION_KEY, WS_REPLIES, Render, RenderReply, Reset, State, StateReply
 from ..protocol import agents as wire
 from ..protocol.attributes import ATTRIBUTE_REPLIES, Call, read_values
+from ..spaces._common import quoted, short_repr
 from .connection import http_url
 from .http import get_json
 from .options import ConnectOptions
@@ -54,14 +55,20 @@ __all__ = ["RemoteAECEnv", "RemoteParallelEnv"]
 
 
 class _Game:
-    """The client side of one ``/agents`` session: spaces, requests, decoding."""
+    """The client side of one ``/agents`` session: spaces, requests, decoding.
+
+    A multi-agent description this client cannot use (a field missing or of another type, an
+    agent without its spaces, spaces it cannot restore or whose bounds would take more than
+    ``max_message_bytes`` together) is refused with one
+    :class:`~openenv_gym.errors.ProtocolMismatchError` naming the server's ``/schema``.
+    """
 
     def __init__(self, base_url: str, api: str, options: ConnectOptions) -> None:
         self.base_url = http_url(base_url)
         self.api = api
         schema = get_json(f"{self.base_url}/schema", options)
-        extension = (schema.get(EXTENSION_KEY) or {}) if isinstance(schema, dict) else {}
-        description = extension.get("multiagent")
+        extension = schema.get(EXTENSION_KEY) if isinstance(schema, dict) else None
+        description = extension.get("multiagent") if isinstance(extension, dict) else None
         if not isinstance(description, dict):
             raise ProtocolMismatchError(
                 f"{self.base_url} does not serve a PettingZoo env (its /schema has no "
@@ -73,24 +80,25 @@ class _Game:
                 f"{description.get('version')!r}; this openenv-gym speaks {wire.AGENTS_VERSION} "
                 f"(upgrade openenv-gym on one side)"
             )
-        if api not in description["apis"]:
+        where = f"{self.base_url}/schema: its {EXTENSION_KEY}.multiagent"
+        apis = _names(description, "apis", where)
+        if api not in apis:
             raise ProtocolMismatchError(
-                f"{self.base_url} serves its game through {description['apis']}, not {api!r}"
+                f"{self.base_url} serves its game through {apis}, not {api!r}"
                 + (" (an AEC env that is not parallelizable)" if api == "parallel" else "")
             )
         self.description = description
-        self.possible_agents: list[str] = list(description["possible_agents"])
-        self.observation_spaces = {
-            a: spaces.restore(d) for a, d in description["observation_spaces"].items()
-        }
-        self.action_spaces = {a: spaces.restore(d) for a, d in description["action_spaces"].items()}
-        self.metadata: dict[str, Any] = dict(description.get("metadata") or {})
-        self.render_mode: str | None = description.get("render_mode")
-        state_space = description.get("state_space")
-        self.state_space = spaces.restore(state_space) if isinstance(state_space, dict) else None
+        self.possible_agents: list[str] = _names(description, "possible_agents", where)
+        budget = spaces.BoundsBudget(options.max_message_bytes, "max_message_bytes")
+        self.observation_spaces = _agent_spaces(description, "observation_spaces", self.possible_agents, budget, where)
+        self.action_spaces = _agent_spaces(description, "action_spaces", self.possible_agents, budget, where)
+        self.metadata: dict[str, Any] = dict(_entry(description, "metadata", dict, "an object", where, True) or {})
+        self.render_mode: str | None = _entry(description, "render_mode", str, "a string", where, True)
+        state_space = _entry(description, "state_space", dict, "a space", where, True)
+        self.state_space = None if state_space is None else _restored(state_space, budget, f"{where}.state_space")
+        path = _entry(description, "path", str, "a path", where)
         self.session: RemoteSession | None = RemoteSession(
-            self.base_url, options, path=f"{description['path']}?api={api}",
-            replies={**WS_REPLIES, **ATTRIBUTE_REPLIES},
+            self.base_url, options, path=f"{path}?api={api}", replies={**WS_REPLIES, **ATTRIBUTE_REPLIES},
         )
 
     def _live(self) -> RemoteSession:
@@ -134,6 +142,42 @@ class _Game:
         session, self.session = self.session, None
         if session is not None:
             session.close()
+
+
+def _entry(description: dict, key: str, kind: type, what: str, where: str, optional: bool = False) -> Any:
+    """``description[key]`` if it is of type ``kind`` (or, ``optional``, absent or null:
+    ``None``); else a refusal that names the server (``where``) and says it is not ``what``."""
+    value = description.get(key)
+    if not isinstance(value, kind) and not (optional and value is None):
+        raise ProtocolMismatchError(f"{where}.{key} is not {what}: {short_repr(value)}")
+    return value
+
+
+def _names(description: dict, key: str, where: str) -> list[str]:
+    """``description[key]``, a list of names (the APIs, the agents)."""
+    names = _entry(description, key, list, "a list of names", where)
+    if not all(isinstance(name, str) for name in names):
+        raise ProtocolMismatchError(f"{where}.{key} is not a list of names: {short_repr(names)}")
+    return list(names)
+
+
+def _agent_spaces(
+    description: dict, key: str, agents: list[str], budget: spaces.BoundsBudget, where: str
+) -> dict[str, gym.Space]:
+    """The space of each agent that ``description[key]`` describes (an object of a space per agent)."""
+    described = _entry(description, key, dict, "an object of a space per agent", where)
+    missing = [agent for agent in agents if agent not in described]
+    if missing:
+        raise ProtocolMismatchError(f"{where}.{key} has no space for agent {quoted(missing[0])}")
+    return {agent: _restored(described[agent], budget, f"{where}.{key}[{quoted(agent)}]") for agent in agents}
+
+
+def _restored(description: Any, budget: spaces.BoundsBudget, where: str) -> gym.Space:
+    """The space ``description`` describes, within ``budget``; a refusal naming ``where`` otherwise."""
+    try:
+        return spaces.restore(description, budget=budget)
+    except ValueError as exc:
+        raise ProtocolMismatchError(f"{where}: {exc}") from exc
 
 
 class _RemoteGame(PicklesAsArguments):
