@@ -48,6 +48,7 @@ import gymnasium as gym
 from ..errors import (
     ConnectionClosedError,
     ExecutionError,
+    MessageTimeoutError,
     OpenEnvGymError,
     ToolCallError,
     UnknownTypeError,
@@ -350,10 +351,11 @@ def _list_tools(url: str, options: ConnectOptions) -> list[Tool] | None:
 
 
 def _server_name(url: str, options: ConnectOptions) -> str:
-    """The name a server gives its env on ``/metadata`` (openenv-gym servers: the env id)."""
+    """The name a server gives its env on ``/metadata`` (openenv-gym servers: the env id);
+    ``OpenEnv`` when the optional document does not come whole within its limits and deadline."""
     try:
         metadata = get_json(f"{url}/metadata", options)
-    except ConnectionClosedError:
+    except (ConnectionClosedError, MessageTimeoutError):
         metadata = None
     name = metadata.get("name") if isinstance(metadata, dict) else None
     return name if isinstance(name, str) and name else "OpenEnv"

@@ -142,10 +142,11 @@ def _placement(sizes: Mapping[str, int], num_envs: int) -> list[int]:
 
 def _server_load(url: str, options: ConnectOptions) -> tuple[int, int | None]:
     """``(envs held, envs it has room for)`` from an openenv-gym server's
-    ``/health``; a stock server reports neither: ``(0, None)``."""
+    ``/health``; a stock server reports neither: ``(0, None)``, nor a server whose
+    optional document does not come whole within its limits and deadline."""
     try:
         health = get_json(f"{url}/health", options)
-    except ConnectionClosedError:
+    except (ConnectionClosedError, MessageTimeoutError):
         return 0, None
     if not isinstance(health, dict):
         return 0, None
