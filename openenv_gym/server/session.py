@@ -494,12 +494,8 @@ class EnvHost:
     async def start(self) -> None:
         """Build the environment; failures become FACTORY_ERROR. A session that ends
         while its env is being built has the processes of that env killed once built."""
-        build = asyncio.ensure_future(self.call.build(self.build))
         try:
-            self.env = await asyncio.shield(build)
-        except asyncio.CancelledError:
-            build.add_done_callback(_kill_built)
-            raise
+            self.env = await self._build()
         except Exception as exc:  # noqa: BLE001 - any factory failure is reported
             raise ProtocolError(
                 ErrorCode.FACTORY_ERROR,
@@ -507,6 +503,16 @@ class EnvHost:
                 f"{describe_error(exc)}",
                 factory_name=self.source.name,
             ) from exc
+
+    async def _build(self) -> Any:
+        if self.call.execution == "inline":
+            return await self.call.build(self.build)  # built right here: a cancel cannot land midway
+        build = asyncio.ensure_future(self.call.build(self.build))
+        try:
+            return await asyncio.shield(build)
+        except asyncio.CancelledError:
+            build.add_done_callback(_kill_built)
+            raise
 
     def opened(self) -> ServerMessage | None:
         """The message that tells the client the session is open, for routes that send one."""
