@@ -89,11 +89,25 @@ class RemoteSession:
         closed with a message left to read is no error yet: a refused session
         (capacity, factory) sends an error frame and closes, and the frame may
         be all that is left to read."""
+        if self.connection.pending and not self.connection.closed:
+            self._refuse_unsolicited()
         try:
             self.send(message)
         except ConnectionClosedError:
             if not self.connection.pending:
                 raise
+
+    def _refuse_unsolicited(self) -> None:
+        """A message waits unread before a request is sent: nobody asked for it, and it
+        must never be taken for the request's reply. An error frame (a refused session,
+        its close still on the way) raises its error; anything else drops the connection."""
+        unread = self.connection.pending
+        self.receive()  # raises the error of an error frame
+        self.connection.close(timeout=0.1)
+        raise ConnectionClosedError(
+            f"{self.url} sent {unread} message{'s' if unread > 1 else ''} nobody asked for: the "
+            f"connection was dropped, since its next reply could not be told from them"
+        )
 
     def send(self, message: ClientMessage) -> None:
         self.connection.send(self.codec.encode(message.to_wire()))

@@ -297,21 +297,11 @@ WS = {
                                    ("connect_timeout",), CONNECT),
 }
 
-#: What the blocking clients (client/connection.py, client/session.py) get wrong.
-BLOCKING_BUGS = {
-    "a few unsolicited messages": "connection.py: unsolicited messages under MAX_UNREAD_MESSAGES stay pending "
-    "and the next request takes the first of them for its reply (the asyncio client refuses them)",
-}
-
-
 def ws_cases() -> list[Any]:
     cases = []
     for client in WS_CLIENTS:
         for name in WS:
-            marks = []
-            if client != "RemoteVectorEnv" and name in BLOCKING_BUGS:
-                marks.append(pytest.mark.xfail(strict=True, reason=BLOCKING_BUGS[name]))
-            cases.append(pytest.param(client, name, id=f"{client}-{name}", marks=marks))
+            cases.append(pytest.param(client, name, id=f"{client}-{name}"))
     return cases
 
 
