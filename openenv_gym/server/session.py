@@ -495,7 +495,7 @@ class EnvHost:
         """Build the environment; failures become FACTORY_ERROR. A session that ends
         while its env is being built has the processes of that env killed once built."""
         try:
-            self.env = await self._build()
+            self.env = await self._built_env()
         except Exception as exc:  # noqa: BLE001 - any factory failure is reported
             raise ProtocolError(
                 ErrorCode.FACTORY_ERROR,
@@ -504,7 +504,7 @@ class EnvHost:
                 factory_name=self.source.name,
             ) from exc
 
-    async def _build(self) -> Any:
+    async def _built_env(self) -> Any:
         if self.call.execution == "inline":
             return await self.call.build(self.build)  # built right here: a cancel cannot land midway
         build = asyncio.ensure_future(self.call.build(self.build))
