@@ -35,6 +35,7 @@ from websockets.sync.client import connect
 import openenv_gym
 from openenv_gym.errors import ErrorCode
 from openenv_gym.protocol import MSGPACK_SUBPROTOCOL, Limits, MsgpackCodec
+from openenv_gym.protocol.mcp import MAX_BATCH_REQUESTS
 
 CODES = {code.value for code in ErrorCode}
 FRAME_LIMIT = 256 * 1024
@@ -122,6 +123,8 @@ def check_jsonrpc_request(reply, message) -> bool:
         expected = {-32600}
     elif message.get("params") is not None and not isinstance(message["params"], dict):
         expected = {-32602}
+    elif message["method"] == "ping":
+        expected = {None}
     elif message["method"] in MCP_METHODS:
         expected = {None, -32602, -32603}
     else:
@@ -130,9 +133,44 @@ def check_jsonrpc_request(reply, message) -> bool:
     return closes
 
 
+def is_notification(message) -> bool:
+    """Whether ``message`` is a JSON-RPC notification (a valid request without an ``id``
+    member), which gets no response at all, not even an error."""
+    return (isinstance(message, dict) and "id" not in message and message.get("jsonrpc") == "2.0"
+            and isinstance(message.get("method"), str))
+
+
+def answered(message) -> list | None:
+    """The requests of a JSON-RPC batch that get a response, in order (``None`` when
+    ``message`` is not a batch the server answers request by request: one request, or
+    an empty or overlong batch, which one error answers)."""
+    if not isinstance(message, list) or not 0 < len(message) <= MAX_BATCH_REQUESTS:
+        return None
+    return [request for request in message if not is_notification(request)]
+
+
+def check_jsonrpc_answer(reply, message) -> bool:
+    """The answer to a JSON-RPC frame or body: a response, or for a batch the list of its
+    requests' responses in turn (see :func:`check_jsonrpc_request`). True when the
+    server closes next."""
+    requests = answered(message)
+    if requests is None or (isinstance(reply, dict) and reply.get("error", {}).get("code") == -32700):
+        return check_jsonrpc_request(reply, message)  # (a batch past the frame limits is one parse error)
+    assert isinstance(reply, list) and len(reply) == len(requests), (message, reply)
+    return any([check_jsonrpc_request(response, request) for response, request in zip(reply, requests)])
+
+
+def gets_no_answer(message) -> bool:
+    """Whether the server answers ``message`` (a decoded JSON-RPC frame or body) with
+    nothing: a notification, or a batch of notifications only."""
+    return is_notification(message) or answered(message) == []
+
+
 #: What :func:`as_json_value` makes of a body or frame that is not JSON.
 NOT_JSON = object()
 MCP_METHODS = {"tools/list", "tools/call", "openenv/session/create", "openenv/session/close"}
+#: A request the fuzzer sends after a message that gets no answer: the next frame must be its response.
+PING = {"jsonrpc": "2.0", "id": "after-a-notification", "method": "ping"}
 
 
 @dataclass(frozen=True)
@@ -146,6 +184,10 @@ class Route:
     check: Callable[[Any, Any], bool] = check_ws_reply
     #: The message types of the route's envelopes (``None``: the route has none).
     types: frozenset | None = frozenset({"reset", "step", "state", "close", "mcp", "render"})
+    #: Whether a message gets no reply (the route then answers the next one first).
+    silent: Callable[[Any], bool] = lambda message: False
+    #: A message whose reply is ``silent``'s proof: nothing was sent in between.
+    probe: Any = None
 
     def check_envelope(self, reply, message) -> None:
         """A message that is not an object, or whose type the route does not know,
@@ -168,7 +210,7 @@ VECTOR = Route("/vector", ({"type": "vector_open", "data": {"num_envs": 2}}, {"t
 VECTOR_OPEN = Route("/vector", (), replies("vector_opened"), VECTOR_TYPES)
 AGENTS = Route("/agents?api=aec", ({"type": "reset", "data": {"seed": 0}},),
                replies("observation", "state", "render", "mcp"))
-MCP = Route("/mcp", (), check_jsonrpc_request, None)
+MCP = Route("/mcp", (), check_jsonrpc_answer, None, gets_no_answer, PING)
 
 
 class Fuzzer:
@@ -203,8 +245,12 @@ class Fuzzer:
         """Send ``frame`` (whose decoded content is ``message``, when known) and
         check the outcome: a valid reply, a structured error, or a clean close."""
         sock = self._open()
+        silent = self.route.silent(message)
         try:
             sock.send(frame)
+            if silent:  # nothing comes back: the probe's reply is the next frame
+                sock.send(self._encode(self.route.probe))
+                message = self.route.probe
             reply = sock.recv(timeout=10)
         except ConnectionClosed:
             assert sock.close_code in (1000, 1009, None), sock.close_code
@@ -505,21 +551,34 @@ def post(url: str, path: str, body: bytes) -> tuple[int, Any]:
     try:
         connection.request("POST", path, body=body, headers={"Content-Type": "application/json"})
         response = connection.getresponse()
-        return response.status, json.loads(response.read())
+        body = response.read()
+        return response.status, json.loads(body) if body else None
     finally:
         connection.close()
 
 
 def as_json_value(body: bytes):
-    """What a body says as JSON (UTF-8, as the protocol has it), or :data:`NOT_JSON`."""
+    """What a body says as JSON (UTF-8, as the protocol has it), or :data:`NOT_JSON`
+    (also for JSON nested deeper than the server's limit, which it refuses to parse)."""
     try:
-        return json.loads(body.decode("utf-8"))
-    except ValueError:  # UnicodeDecodeError and JSONDecodeError alike
+        value = json.loads(body.decode("utf-8"))
+    except (ValueError, RecursionError):  # UnicodeDecodeError and JSONDecodeError alike
         return NOT_JSON
+    return value if nesting(value) <= Limits().max_depth else NOT_JSON
+
+
+def nesting(value) -> int:
+    """How deeply lists and objects nest in ``value`` (0 for a scalar)."""
+    if isinstance(value, dict):
+        value = list(value.values())
+    if not isinstance(value, list):
+        return 0
+    return 1 + max(map(nesting, value), default=0)
 
 
 def check_http(path: str, body: bytes, status: int, answer) -> None:
-    """A reply (a JSON-RPC response on ``/mcp``, else CartPole's observation), or an HTTP
+    """A reply (a JSON-RPC response on ``/mcp``, or HTTP 202 and no body for what gets
+    no response; else CartPole's observation), or an HTTP
     4xx with a JSON detail; a 500 only for the env's own failure, with its code. A body
     over the size limit is a 413, one that is not JSON a 422 INVALID_JSON (on ``/mcp``,
     a JSON-RPC parse error)."""
@@ -528,8 +587,11 @@ def check_http(path: str, body: bytes, status: int, answer) -> None:
         assert status == 413 and answer["code"] == "INVALID_JSON", (status, answer)
         return
     if path == "/mcp":
+        if gets_no_answer(value):
+            assert status == 202 and answer is None, (value, status, answer)
+            return
         assert status == 200, (status, answer)
-        check_jsonrpc_request(answer, value)
+        check_jsonrpc_answer(answer, value)
         return
     if status == 200:  # a body the server took is JSON; on /step its action was legal
         check_observation(answer, {"type": "step", "data": value["action"]} if path == "/step"
