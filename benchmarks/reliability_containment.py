@@ -51,7 +51,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.conftest import cpu_seconds, descendants, grandchildren, process_gone  # noqa: E402 - after the path
+from tests.conftest import ServerProcesses, process_gone  # noqa: E402 - after the path
 
 SPINNING = "tests.envs:SpinningEnv"
 
@@ -92,21 +92,20 @@ def until(condition: Callable[[], bool], cap: float) -> float | None:
     return None
 
 
-class Server:
+class Server(ServerProcesses):
     """``openenv-gym serve`` of one case, and every process below it it was seen with."""
 
     def __init__(self, checkout: Path, env: str, *flags: str) -> None:
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
             port = sock.getsockname()[1]
-        self.url = f"http://127.0.0.1:{port}"
         python_path = os.pathsep.join(p for p in (str(checkout), os.environ.get("PYTHONPATH")) if p)
-        self.proc = subprocess.Popen(
+        proc = subprocess.Popen(
             [sys.executable, "-m", "openenv_gym.cli", "serve", env, "--port", str(port), "--execution", "process",
              *flags], env={**os.environ, "PYTHONPATH": python_path}, cwd=checkout, stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        self.seen: set[int] = set()
+        super().__init__(proc, f"http://127.0.0.1:{port}")
         if until(self._healthy, 60) is None:
             raise RuntimeError(f"the server did not start: {flags}")
 
@@ -116,23 +115,8 @@ class Server:
         except OSError:
             return False
 
-    def health(self) -> dict:
-        with urllib.request.urlopen(self.url + "/health", timeout=10) as response:
-            return json.loads(response.read())
-
-    def below(self) -> set[int]:
-        found = descendants(self.proc.pid)
-        self.seen |= found
-        return found
-
-    def envs(self) -> set[int]:
-        """The env processes: the children of the server's children (its fork server's)."""
-        found = grandchildren(self.proc.pid)
-        self.seen |= found
-        return found
-
     def tree_rss_mib(self) -> float:
-        return sum(status_kib(pid, "VmRSS") for pid in {self.proc.pid, *self.below()}) / 1024
+        return sum(status_kib(pid, "VmRSS") for pid in {self.proc.pid, *self.descendants()}) / 1024
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -142,10 +126,7 @@ class Server:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(5)
-        for pid in self.seen:
-            if alive(pid):
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
+        self.kill_seen()
 
 
 @contextlib.contextmanager
@@ -157,19 +138,6 @@ def serving(checkout: Path, *flags: str, env: str = SPINNING) -> Iterator[Server
         server.stop()
 
 
-def spinner(server: Server, start: Callable[[], Any], cap: float) -> int:
-    """Call ``start()``; the pid of the env process that then spins."""
-    before = {pid: cpu_seconds(pid) for pid in server.envs()}
-    start()
-    deadline = time.monotonic() + cap
-    while time.monotonic() < deadline:
-        for pid in server.envs():
-            if cpu_seconds(pid) - before.get(pid, 0.0) > 0.5:
-                return pid
-        time.sleep(0.05)
-    raise RuntimeError("no env process spins")
-
-
 def ws(server: Server) -> Any:
     from websockets.sync.client import connect
 
@@ -179,7 +147,7 @@ def ws(server: Server) -> Any:
 def spin_on(server: Server, sock: Any, cap: float) -> int:
     sock.send(json.dumps({"type": "reset", "data": {"seed": 0}}))
     sock.recv(timeout=30)
-    return spinner(server, lambda: sock.send(json.dumps({"type": "step", "data": {"action": 0}})), cap)
+    return server.spinning_env(lambda: sock.send(json.dumps({"type": "step", "data": {"action": 0}})), cap)
 
 
 def post(server: Server, body: dict) -> dict:
@@ -233,7 +201,7 @@ def case_held(checkout: Path, cap: float) -> dict[str, Any]:
         act = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
                "params": {"name": "act", "arguments": {"action": 0}, "session_id": session}}
         acting = threading.Thread(target=lambda: post(server, act), daemon=True)
-        pid = spinner(server, acting.start, cap)
+        pid = server.spinning_env(acting.start, cap)
         close = {"jsonrpc": "2.0", "id": 3, "method": "openenv/session/close", "params": {"session_id": session}}
         return ended(server, pid, cap, lambda: post(server, close))
 
@@ -243,7 +211,7 @@ def case_sigkill(checkout: Path, cap: float) -> dict[str, Any]:
         spin_on(server, spinning, cap)
         idle.send(json.dumps({"type": "reset", "data": {"seed": 0}}))
         idle.recv(timeout=30)
-        below = server.below()
+        below = server.descendants()
         kinds = {pid: kind(pid) for pid in below}
         server.proc.kill()
         server.proc.wait(10)
@@ -257,7 +225,7 @@ def case_memory(checkout: Path, cap: float, memory_mb: int | None) -> dict[str, 
     with serving(checkout, *flags, env="tests.envs:GrowingEnv") as server, ws(server) as sock:
         sock.send(json.dumps({"type": "reset", "data": {"seed": 0}}))
         sock.recv(timeout=30)
-        [pid] = server.envs()
+        [pid] = server.env_processes()
         fresh = {"env_VmData_mib": status_kib(pid, "VmData") // 1024, "env_VmRSS_mib": status_kib(pid, "VmRSS") // 1024,
                  "env_VmSize_mib": status_kib(pid, "VmSize") // 1024}
         before = server.tree_rss_mib()

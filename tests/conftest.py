@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -13,7 +14,8 @@ import tempfile
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -109,6 +111,53 @@ def process_gone(pid: int) -> bool:
             return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
     except (FileNotFoundError, ProcessLookupError):
         return True
+
+
+@dataclass
+class ServerProcesses:
+    """A server process, and every process below it that has been seen (its fork server,
+    resource tracker and env processes): what a test of process isolation watches, and
+    kills by PID at its end (:meth:`kill_seen`)."""
+
+    proc: subprocess.Popen
+    url: str
+    seen: set[int] = field(default_factory=set)
+
+    def descendants(self) -> set[int]:
+        """The live processes below the server."""
+        found = descendants(self.proc.pid)
+        self.seen |= found
+        return found
+
+    def env_processes(self) -> set[int]:
+        """The env processes: the children of the server's children (of its fork server)."""
+        found = grandchildren(self.proc.pid)
+        self.seen |= found
+        return found
+
+    def spinning_env(self, start: Callable[[], object], timeout: float = 10.0) -> int:
+        """Call ``start()``, and the pid of the env process that then spins (whose CPU
+        time grows by half a second within ``timeout``)."""
+        before = {pid: cpu_seconds(pid) for pid in self.env_processes()}
+        start()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for pid in self.env_processes():
+                if cpu_seconds(pid) - before.get(pid, 0.0) > 0.5:
+                    return pid
+            time.sleep(0.05)
+        raise AssertionError(f"no env process spins within {timeout} s")
+
+    def health(self) -> dict:
+        with urllib.request.urlopen(self.url + "/health", timeout=10) as response:
+            return json.loads(response.read())
+
+    def kill_seen(self) -> None:
+        """SIGKILL every process seen below the server that still lives."""
+        for pid in self.seen:
+            if not process_gone(pid):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
 
 
 def wait_until(condition, timeout: float = 10.0) -> bool:

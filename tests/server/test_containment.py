@@ -15,12 +15,9 @@ import contextlib
 import json
 import os
 import signal
-import subprocess
 import threading
 import time
-import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 
 import pytest
 
@@ -30,8 +27,7 @@ from openenv_gym.protocol import Reset, Step, codec_for
 from openenv_gym.server.resolve import resolve
 from openenv_gym.server.session import EnvCaller, HungCalls, Session
 from tests.conftest import (
-    cpu_seconds,
-    descendants,
+    ServerProcesses,
     free_port,
     grandchildren,
     process_gone,
@@ -47,70 +43,30 @@ SPINNING = "tests.envs:SpinningEnv"
 GONE_WITHIN = 5.0
 
 
-@dataclass
-class Served:
-    """A server under test, and every process below it that the test has seen."""
-
-    proc: subprocess.Popen
-    url: str
-    seen: set[int] = field(default_factory=set)
-
-    def descendants(self) -> set[int]:
-        """The live processes below the server (its fork server, resource tracker, envs)."""
-        found = descendants(self.proc.pid)
-        self.seen |= found
-        return found
-
-    def env_processes(self) -> set[int]:
-        """The env processes: the children of the server's children (of its fork server)."""
-        found = grandchildren(self.proc.pid)
-        self.seen |= found
-        return found
-
-    def health(self) -> dict:
-        with urllib.request.urlopen(self.url + "/health", timeout=10) as response:
-            return json.loads(response.read())
-
-
 @contextlib.contextmanager
-def serving(*flags: str, env: str = SPINNING, execution: str = "process") -> Iterator[Served]:
+def serving(*flags: str, env: str = SPINNING, execution: str = "process") -> Iterator[ServerProcesses]:
     """``openenv-gym serve ENV --execution EXECUTION FLAGS`` on 127.0.0.1; afterwards every
     process below it the test saw and that still lives is killed by its PID."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    served: Served | None = None
+    served: ServerProcesses | None = None
     try:
         with server_process(serve_args(port, "--execution", execution, *flags, env=env), url) as proc:
-            served = Served(proc, url)
+            served = ServerProcesses(proc, url)
             yield served
     finally:
-        for pid in served.seen if served is not None else ():
-            if not process_gone(pid):
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
+        if served is not None:
+            served.kill_seen()
 
 
-def _spinning(served: Served, sock) -> int:
+def _spinning(served: ServerProcesses, sock) -> int:
     """Reset on ``sock``, start a step that never returns, and the pid of the env
     process that spins for it (the one whose CPU time grows)."""
     assert ask(sock, {"type": "reset", "data": {"seed": 0}})["type"] == "observation"
-    return _spinner(served, lambda: sock.send(json.dumps({"type": "step", "data": {"action": 0}})))
+    return served.spinning_env(lambda: sock.send(json.dumps({"type": "step", "data": {"action": 0}})))
 
 
-def _spinner(served: Served, start) -> int:
-    """Call ``start()``, and the pid of the env process that then spins."""
-    before = {pid: cpu_seconds(pid) for pid in served.env_processes()}
-    start()
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        for pid in served.env_processes():
-            if cpu_seconds(pid) - before.get(pid, 0.0) > 0.5:
-                return pid
-        time.sleep(0.05)
-    raise AssertionError("no env process spins")
-
-
-def _free(served: Served) -> bool:
+def _free(served: ServerProcesses) -> bool:
     health = served.health()
     return health["active_sessions"] == 0 and health["hung_env_calls"] == 0
 
@@ -177,7 +133,7 @@ def test_a_held_session_closed_mid_call_kills_its_env_process():
                "params": {"name": "act", "arguments": {"action": 0}, "session_id": session}}
         answers: list = []
         acting = threading.Thread(target=lambda: answers.append(http(served.url, "/mcp", act)), daemon=True)
-        pid = _spinner(served, acting.start)
+        pid = served.spinning_env(acting.start)
         close = {"jsonrpc": "2.0", "id": 3, "method": "openenv/session/close", "params": {"session_id": session}}
         _, closed = http(served.url, "/mcp", close)
         assert closed["result"]["closed"] is True
