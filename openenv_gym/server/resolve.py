@@ -27,9 +27,8 @@ from typing import Any, NamedTuple
 
 import gymnasium as gym
 
-from .. import envpool
 from ..fields import FieldsEnv
-from . import legacy, multiagent
+from . import envpool, legacy, multiagent
 from .fields import FieldsSession
 from .schema import gym_schema_document
 from .session import Session

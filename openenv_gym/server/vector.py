@@ -37,11 +37,11 @@ import numpy as np
 from gymnasium.vector.utils import batch_space
 
 from .. import spaces
-from ..envpool import EnvPoolVectorEnv
 from ..errors import ErrorCode, ProtocolError
 from ..protocol import ClientMessage, Codec, Render, ServerMessage, validation_error
 from ..protocol import vector as wire
 from .attributes import SubEnvs, answer_is_wrapped
+from .envpool import EnvPoolVectorEnv
 from .routes import Opening, Route
 from .session import EnvCaller, EnvHost
 from .source import EnvSource
