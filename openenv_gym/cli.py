@@ -245,8 +245,8 @@ def _add_session_options(serve: argparse.ArgumentParser) -> None:
         "the env's state after its reset and returns (observation, info); without it such resets "
         "are refused",
     )
-    serve.add_argument(
-        "--vector-backend", choices=("auto", "sync", "async", "envpool"), default="auto",
+    serve.add_argument(  # server/backends.py's CHOICES, repeated so that --help needs no server extra
+        "--vector-backend", choices=("auto", "envpool", "async", "sync"), default="auto",
         help="what steps the envs of a batched vector session: 'sync' in this process, "
         "'async' one worker process per env, 'envpool' one EnvPool pool (ENV is envpool:TASK), "
         "'auto' (default) 'envpool' for an EnvPool task, else 'sync' until the env's "

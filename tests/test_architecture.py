@@ -8,17 +8,24 @@
   ``openenv_gym`` itself. The parent packages Python runs first
   (``openenv_gym/__init__.py`` before any submodule) are not edges: every
   module would otherwise depend on the package that re-exports it.
+- **Layers**: each top-level part of the package (a module or subpackage of
+  ``openenv_gym/``) imports only parts of the layers below its own, as
+  :data:`LAYERS` draws them, top-down; parts of one layer are independent.
 - **Only the protocol builds message envelopes** (see
   :func:`message_envelopes` for exactly what counts as one).
+- **One table of vector backends** (:data:`~openenv_gym.server.backends.BACKENDS`):
+  the names listed elsewhere (a ``Literal``, the CLI's choices) are its own.
 """
 
 from __future__ import annotations
 
+import argparse
 import ast
 import importlib
 import pathlib
 import pkgutil
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
+from typing import get_args
 
 import openenv_gym
 from openenv_gym import protocol
@@ -167,6 +174,63 @@ def test_a_cycle_is_found_and_shown_by_its_lines():
     assert find_cycle({"a": {"b": 1, "c": 1}, "b": {"c": 2}, "c": {}}) is None
 
 
+# -- layers ---------------------------------------------------------------------------
+
+#: The package's parts, top-down: a part imports only parts of the layers below its own.
+#: ``__init__`` is the package's own module (``openenv_gym/__init__.py``).
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("__init__",),                              # the public names; registers the openenv/... ids
+    ("cli", "registration"),                    # the command line; registering the Gymnasium ids
+    ("kit", "ray", "catalog"),                  # tools, pools and catalogs of servers
+    ("trl", "sb3", "skyrl", "envpool"),         # trainers' adapters; envpool: server/envpool.py by its public name
+    ("server", "client"),                       # the two ends of the socket (server/envpool.py: EnvPool's adapter)
+    ("fields", "text"),                         # named-field envs; text views
+    ("protocol",),                              # every message, sans I/O
+    ("spaces", "chess_codec"),                  # values of spaces
+    ("errors", "_extras", "_version"),          # what any part may use
+)
+
+
+def part(module: str) -> str:
+    """The top-level part a module belongs to: ``openenv_gym.server.app`` -> ``server``,
+    ``openenv_gym`` -> ``__init__``."""
+    return module.partition(".")[2].partition(".")[0] or "__init__"
+
+
+def layer_violations(graph: Graph, layers: Sequence[Sequence[str]]) -> list[str]:
+    """Each import of ``graph`` from one part to another that is not in a layer below its
+    own, as ``module:line -> module``."""
+    depth = {name: i for i, layer in enumerate(layers) for name in layer}
+    return [
+        f"  {a}:{line} -> {b}"
+        for a, targets in sorted(graph.items())
+        for b, line in sorted(targets.items(), key=lambda target: target[1])
+        if part(a) != part(b) and depth[part(b)] <= depth[part(a)]
+    ]
+
+
+def test_each_part_imports_only_the_layers_below_its_own():
+    graph = import_graph()
+    placed = [name for layer in LAYERS for name in layer]
+    parts = {part(module) for module in graph}
+    assert len(placed) == len(set(placed)), "LAYERS places each part once"
+    assert set(placed) == parts, f"parts LAYERS does not place: {sorted(parts - set(placed))}; " \
+        f"names in LAYERS that are no part: {sorted(set(placed) - parts)}"
+    violations = layer_violations(graph, LAYERS)
+    assert not violations, "imports against the layers (LAYERS, top-down):\n" + "\n".join(violations)
+
+
+def test_a_layer_violation_is_found_and_shown_by_its_line():
+    layers = (("top",), ("left", "right"), ("bottom",))
+    graph = {
+        "p.top": {"p.left": 1, "p.bottom.x": 2},  # down: fine
+        "p.left.a": {"p.left.b": 3, "p.right": 4, "p.bottom": 5},  # within a part: fine; across a layer: not
+        "p.bottom.x": {"p.top": 6},  # up
+    }
+    assert layer_violations(graph, layers) == ["  p.bottom.x:6 -> p.top", "  p.left.a:4 -> p.right"]
+    assert part("openenv_gym.server.app") == "server" and part("openenv_gym") == "__init__"
+
+
 # -- message envelopes ------------------------------------------------------------
 
 
@@ -238,3 +302,20 @@ h = {"type": "text", "text": "hello"}
 i = {"type": kind}
 """
     assert [line for line, _ in message_envelopes(source, types)] == [2, 3, 4, 5]
+
+
+# -- vector backends ----------------------------------------------------------------
+
+
+def test_the_vector_backend_names_are_the_tables():
+    """A new backend is a class and its row of BACKENDS; the Literal type and the CLI's
+    ``--vector-backend`` (which ``--help`` lists without loading the server) name it too."""
+    from openenv_gym.cli import _parser
+    from openenv_gym.server.backends import AUTO, BACKENDS, CHOICES, VectorBackend
+
+    assert CHOICES == (AUTO, *BACKENDS)
+    assert get_args(VectorBackend) == CHOICES
+    commands = next(action for action in _parser()._actions if isinstance(action, argparse._SubParsersAction))
+    option = next(a for a in commands.choices["serve"]._actions if "--vector-backend" in a.option_strings)
+    assert tuple(option.choices or ()) == CHOICES
+    assert all(name == backend.name for name, backend in BACKENDS.items())

@@ -5,32 +5,23 @@ extension; stock OpenEnv clients never open it. Its first message opens the
 vector env, then each ``reset`` / ``step`` is one frame each way carrying
 stacked arrays.
 
-The server builds ``gymnasium.vector.SyncVectorEnv`` (``vector_backend="sync"``,
-stepped inline on the event loop while it is fast, on a worker thread once it
-is slow), ``AsyncVectorEnv`` (``"async"``: one process per sub-env) or, for an
-EnvPool task, one EnvPool pool (``"envpool"``: a C++ thread pool, see
-:mod:`openenv_gym.envpool`) of the server's env, with the requested autoreset
-mode, so the semantics are Gymnasium's own. ``"auto"`` (the default) picks
-``"envpool"`` for an EnvPool task, else ``"sync"`` until the env has proven
-slow (every one of its recent steps in this server took :data:`SLOW_ENV_STEP`
-or more, see :class:`StepClock`), then ``"async"`` for the sessions opened
-after that. A vector session of N envs takes N of the
-server's ``max_sessions`` slots.
-
-AsyncVectorEnv forks its workers from the server, which would hand each of
-them a copy of every open TCP socket (the listening one, other clients'
-connections): a worker holding a client's socket keeps that connection open
-after the server closes it. The workers here close those copies first.
+What steps a session's envs is a vector backend of the table
+:data:`~openenv_gym.server.backends.BACKENDS`, each building a Gymnasium vector
+env of the server's env with the requested autoreset mode, so the semantics are
+Gymnasium's own: ``"sync"`` (a ``SyncVectorEnv`` in the server's process),
+``"async"`` (an ``AsyncVectorEnv``: one process per sub-env) or, for an EnvPool
+task, ``"envpool"`` (one EnvPool pool: a C++ thread pool, see
+:mod:`~openenv_gym.server.envpool`). ``"auto"`` (the default) takes the first of
+the table that suits each new session: ``"envpool"`` for an EnvPool task, else
+``"async"`` once the env has proven slow (every one of its recent steps in this
+server took :data:`SLOW_ENV_STEP` or more, see :class:`StepClock`), else
+``"sync"``. A vector session of N envs takes N of the server's ``max_sessions`` slots.
 """
 
 from __future__ import annotations
 
 import collections
-import functools
-import os
-import socket
-import stat
-from typing import Any, Literal
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -40,23 +31,12 @@ from .. import spaces
 from ..errors import ErrorCode, ProtocolError
 from ..protocol import ClientMessage, Codec, Render, ServerMessage, validation_error
 from ..protocol import vector as wire
-from .attributes import SubEnvs, answer_is_wrapped
-from .envpool import EnvPoolVectorEnv
+from .backends import AUTO, BACKENDS, CHOICES, VectorBackend, choose
 from .routes import Opening, Route
 from .session import EnvCaller, EnvHost
 from .source import EnvSource
 
 __all__ = ["VectorSession", "VectorRoute", "VectorBackend", "StepClock", "SLOW_ENV_STEP"]
-
-#: What steps a vector session's envs.
-_Backend = gym.vector.SyncVectorEnv | gym.vector.AsyncVectorEnv | EnvPoolVectorEnv
-
-#: ``"sync"``: a SyncVectorEnv in the server process; ``"async"``: an AsyncVectorEnv
-#: (one worker process per sub-env, for slow envs on a many-core server);
-#: ``"envpool"``: one EnvPool pool (EnvPool tasks only); ``"auto"``: ``"envpool"``
-#: for an EnvPool task, else ``"sync"`` until the env proves slow, then ``"async"``.
-VectorBackend = Literal["auto", "sync", "async", "envpool"]
-BACKENDS = ("auto", "sync", "async", "envpool")
 
 #: Seconds per env step from which ``"auto"`` hosts new vector sessions in worker
 #: processes: well above what a step costs to ship to a worker and back.
@@ -92,17 +72,10 @@ class StepClock:
     def slow(self) -> bool:
         return len(self._recent) >= self.ENOUGH and min(self._recent) >= SLOW_ENV_STEP
 
-    def backend(self, configured: VectorBackend, num_envs: int, *, pool: bool = False) -> str:
-        """The backend for a new vector session of ``num_envs`` envs (of an EnvPool task if ``pool``)."""
-        if configured != "auto":
-            return configured
-        if pool:
-            return "envpool"
-        return "async" if self.slow and num_envs > 1 and (os.cpu_count() or 1) > 1 else "sync"
-
 
 class VectorSession(EnvHost):
-    """A Gymnasium vector env serving one client."""
+    """A Gymnasium vector env serving one client, of the backend named ``backend``
+    (a key of :data:`~openenv_gym.server.backends.BACKENDS`)."""
 
     def __init__(
         self,
@@ -114,14 +87,16 @@ class VectorSession(EnvHost):
         codec: Codec,
         caller: EnvCaller,
     ) -> None:
-        if backend not in BACKENDS[1:]:
-            raise ValueError(f"a vector session's backend must be 'sync', 'async' or 'envpool', not {backend!r}")
+        if backend not in BACKENDS:
+            names = ", ".join(map(repr, BACKENDS))
+            raise ValueError(f"a vector session's backend must be one of {names}, not {backend!r}")
         super().__init__(source, self._make, codec, caller)
         self.num_envs = num_envs
         self.slots = num_envs
         self.builds = f"a vector env of {num_envs}"
         self.autoreset_mode = wire.autoreset_mode(autoreset)
-        self.backend = backend
+        self.backend = BACKENDS[backend]
+        self.in_process = self.backend.in_process
         # What grows with num_envs is made with the env, once the server has found room
         # for num_envs slots: a peer may ask for any number.
         self.observation_space: gym.Space = source.observation_space
@@ -130,27 +105,17 @@ class VectorSession(EnvHost):
         #: placeholders the vector env ignores, and are not validated.
         self._autoresetting = np.zeros(0, dtype=np.bool_)
 
-    @property
-    def in_process(self) -> bool:  # type: ignore[override]
-        return self.backend in ("sync", "envpool")
-
-    def _make(self) -> _Backend:
+    def _make(self) -> gym.vector.VectorEnv:
         self.observation_space = batch_space(self.source.observation_space, self.num_envs)
         self.action_space = batch_space(self.source.action_space, self.num_envs)
         self._autoresetting = np.zeros(self.num_envs, dtype=np.bool_)
         if self.call.isolated:  # each env in a process of its own already: step them in turn
             fns = [self.call.maker(self.source)] * self.num_envs
             return gym.vector.SyncVectorEnv(fns, autoreset_mode=self.autoreset_mode, copy=False)
-        if self.backend == "envpool":
-            return EnvPoolVectorEnv(self.source.pool, self.num_envs, autoreset_mode=self.autoreset_mode)
-        if self.backend == "async":
-            in_worker = functools.partial(_make_in_worker, self.source.make, os.getpid())
-            return gym.vector.AsyncVectorEnv([in_worker] * self.num_envs, autoreset_mode=self.autoreset_mode)
-        fns = [self.source.make] * self.num_envs
-        return gym.vector.SyncVectorEnv(fns, autoreset_mode=self.autoreset_mode, copy=False)
+        return self.backend.build(self.source, self.num_envs, self.autoreset_mode)
 
     def opened(self) -> ServerMessage:
-        return wire.VectorOpened(self.num_envs, self.autoreset_mode.value, self.backend)
+        return wire.VectorOpened(self.num_envs, self.autoreset_mode.value, self.backend.name)
 
     async def handle(self, message: ClientMessage) -> ServerMessage:
         """The reply to one validated message (never called for ``close``)."""
@@ -168,10 +133,8 @@ class VectorSession(EnvHost):
     async def _attribute(self, message: wire.Call | wire.GetAttr | wire.SetAttr | wire.IsWrapped) -> ServerMessage:
         """An attribute message on the sub-envs, one by one, as Gymnasium's vector
         envs' ``call`` / ``set_attr`` do them (:meth:`EnvHost.answer_attribute`)."""
-        vector = self._vector()
-        if isinstance(vector, EnvPoolVectorEnv):
-            vector.call(getattr(message, "name", "is_wrapped"))  # raises why an EnvPool env has no attributes
-        return await self.answer_attribute(message, SubEnvs(vector), self.num_envs, broadcast=True)
+        sub_envs = self.backend.sub_envs(self._vector(), getattr(message, "name", "is_wrapped"))
+        return await self.answer_attribute(message, sub_envs, self.num_envs, broadcast=True)
 
     # -- reset / step ---------------------------------------------------------
 
@@ -238,7 +201,7 @@ class VectorSession(EnvHost):
         rows = gym.vector.utils.iterate(self.action_space, actions)
         return all(skip or spaces.contains(single, a) for skip, a in zip(self._autoresetting, rows))
 
-    def _vector(self) -> _Backend:
+    def _vector(self) -> gym.vector.VectorEnv:
         if self.env is None:
             raise ProtocolError(ErrorCode.SESSION_ERROR, "The session's vector environment is closed")
         return self.env
@@ -254,13 +217,10 @@ class VectorRoute(Route):
 
     def __init__(self, source: EnvSource, *, backend: VectorBackend, clock: StepClock) -> None:
         super().__init__(source)
-        if backend not in BACKENDS:
-            raise ValueError(f"vector_backend must be one of {', '.join(map(repr, BACKENDS))}, not {backend!r}")
-        if backend == "envpool" and source.pool is None:
-            raise ValueError(
-                f"vector_backend='envpool' steps EnvPool tasks, and {source.name!r} is not one: serve "
-                f"'envpool:TASK' (such as 'envpool:CartPole-v1') or a factory returning an EnvPool pool"
-            )
+        if backend not in CHOICES:
+            raise ValueError(f"vector_backend must be one of {', '.join(map(repr, CHOICES))}, not {backend!r}")
+        if backend != AUTO and not BACKENDS[backend].accepts(source):
+            raise ValueError(BACKENDS[backend].refusal(source))
         self.backend = backend
         self.clock = clock
 
@@ -271,38 +231,7 @@ class VectorRoute(Route):
             self.source,
             num_envs=request.num_envs,
             autoreset=request.autoreset_mode,
-            backend=self.clock.backend(self.backend, request.num_envs, pool=self.source.pool is not None),
+            backend=choose(self.backend, self.source, request.num_envs, slow=self.clock.slow).name,
             codec=opening.codec,
             caller=opening.caller,
         )
-
-
-def _make_in_worker(make: Any, server_pid: int) -> gym.Env:
-    """Build the env for an AsyncVectorEnv; in a worker (not the server,
-    where AsyncVectorEnv builds one env to read its spaces), first close the
-    TCP sockets inherited from the server, and let the env answer ``is_wrapped``
-    (:func:`~openenv_gym.server.attributes.answer_is_wrapped`)."""
-    if os.getpid() != server_pid:
-        _close_inherited_tcp_sockets()
-        return answer_is_wrapped(make())
-    return make()
-
-
-def _close_inherited_tcp_sockets() -> None:
-    """Close this process's IPv4/IPv6 sockets (a worker's pipes to its parent
-    are Unix sockets and stay open)."""
-    fd_dir = next((d for d in ("/proc/self/fd", "/dev/fd") if os.path.isdir(d)), None)
-    if fd_dir is None:
-        return
-    for name in os.listdir(fd_dir):
-        fd = int(name)
-        try:
-            if fd < 3 or not stat.S_ISSOCK(os.fstat(fd).st_mode):
-                continue
-            probe = socket.socket(fileno=fd)
-        except OSError:
-            continue  # the listing's own descriptor, closed by now
-        family = probe.family
-        probe.detach()
-        if family in (socket.AF_INET, socket.AF_INET6):
-            os.close(fd)
