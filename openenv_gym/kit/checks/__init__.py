@@ -69,12 +69,12 @@ import gymnasium as gym
 import numpy as np
 import yaml
 
-from .. import spaces
-from ..errors import OpenEnvGymError, RemoteError, ValidationError
-from ..server.multiagent import action_mask
-from ..spaces.stock import LEGAL_ACTIONS
-from . import KIT_FILES, mean_returns
-from .remote import (
+from ... import spaces
+from ...errors import OpenEnvGymError, RemoteError, ValidationError
+from ...server.multiagent import action_mask
+from ...spaces.stock import LEGAL_ACTIONS
+from .. import KIT_FILES, mean_returns
+from ..remote import (
     URL_CHANCE_SEEDS,
     URL_EPISODE_S,
     URL_MAX_STEPS,
@@ -205,7 +205,7 @@ class Declared:
         where steps are cheap), or after :data:`~.remote.URL_EPISODE_S` seconds. Nothing is
         declared but ``reward_range`` (a package's ``openenv.yaml`` may declare one): no oracle
         or resources; the top and the margin are observed later (:meth:`Checker.learnability`)."""
-        from .policies import canaries
+        from ..policies import canaries
 
         trajectories = []
         deadline = time.monotonic() + URL_RECORDING_S
@@ -788,7 +788,7 @@ class Checker:
     def learnability(self) -> Result:
         if self.kit.root is None:
             return self._learnability_over_the_wire()
-        from .learning import learn
+        from ..learning import learn
 
         floor = self.kit.floor
         goal = floor + self.kit.floor_margin
@@ -825,7 +825,7 @@ class Checker:
         """The bundled learner trained over the wire, within :data:`LEARNING_BUDGET_S`; where
         none fits the spaces, a legal-random against a reward-greedy probe. What it finds above
         the canary floor becomes the observed top the checks after it compare with."""
-        from .learning import learner_for
+        from ..learning import learner_for
 
         floor, margin = self.kit.floor, self.observed_margin()
         self.kit.floor_margin = margin
@@ -1003,7 +1003,7 @@ def _send_raw(env: gym.Env, *, data: Any) -> tuple:
 
 def _remote(env: gym.Env) -> Any:
     """The :class:`~openenv_gym.RemoteEnv` a checker's session is."""
-    from ..client import RemoteEnv
+    from ...client import RemoteEnv
 
     remote = env.unwrapped
     assert isinstance(remote, RemoteEnv)
@@ -1180,7 +1180,7 @@ def run_checks(
     with the fresh servers and the process a URL lacks, and the reward range its
     ``openenv.yaml`` declares, if it declares one.
     """
-    from .target import is_package
+    from ..target import is_package
 
     say = progress or (lambda line: None)
     name = str(target)
@@ -1196,7 +1196,7 @@ def run_checks(
         return _report(name, _unkitted_package_results(Path(target), say, server_env, python), {})
     if is_package(target):
         return _package_report(Path(target), name, upstream, say)
-    from . import make_kit
+    from .. import make_kit
 
     if "" not in sys.path and os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # module:factory of this directory, for the server we start too
@@ -1208,7 +1208,7 @@ def run_checks(
 
 def _package_report(root: Path, name: str, upstream: bool, say: Callable[[str], None]) -> dict:
     """Upstream's graders (unless ``upstream`` is false), then ours, on the package ``root``."""
-    from .upstream import Level, start_package, validate
+    from ..upstream import Level, start_package, validate
 
     kit = Declared.load(root)
     results: list[Result] = []
@@ -1250,7 +1250,7 @@ def _declared_range(root: Path) -> tuple[float, float] | None:
 def _unkitted_package_results(root: Path, say: Callable[[str], None], server_env: dict[str, str] | None,
                               python: str | None) -> list[Result]:
     """A package without a kit, started here and checked as a server at a URL (see :func:`run_checks`)."""
-    from ..server.package import PackageServer
+    from ...server.package import PackageServer
 
     def start() -> PackageServer:
         return PackageServer(root, env=server_env, python=python, startup_timeout=PACKAGE_STARTUP_S)
@@ -1394,7 +1394,7 @@ def main(target: str, *, json_path: str | None = None, markdown_path: str | None
          upstream: bool = True, env_kwargs: dict[str, Any] | None = None, oracle: str | None = None,
          server_env: dict[str, str] | None = None, python: str | None = None) -> int:
     """``openenv-gym check``: progress on stderr, the table on stdout; 1 on FAIL or ERROR."""
-    from . import ProbeError
+    from .. import ProbeError
 
     try:
         report = run_checks(target, upstream=upstream, progress=lambda line: print(line, file=sys.stderr),
@@ -1416,7 +1416,7 @@ def main(target: str, *, json_path: str | None = None, markdown_path: str | None
     if json_path:
         Path(json_path).write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     if markdown_path:
-        from .report import write_markdown
+        from ..report import write_markdown
 
         command = " ".join(["openenv-gym check", target, *(["--skip-upstream"] if not upstream else [])])
         write_markdown(report, markdown_path, command=command)
