@@ -8,8 +8,8 @@ import json
 import pytest
 
 from openenv_gym.cli import main
-from openenv_gym.kit import checks, make_kit
-from openenv_gym.kit.checks import run_checks, table
+from openenv_gym.kit import make_kit
+from openenv_gym.kit.checks import run_checks, table, throughput
 from tests.kit import planted
 
 pytest.importorskip("openenv.validation")
@@ -27,7 +27,7 @@ OURS = {
 @pytest.fixture(autouse=True)
 def short_throughput_probe(monkeypatch):
     """The throughput probe measures; it cannot fail. A few steps keep these tests short."""
-    monkeypatch.setattr(checks, "THROUGHPUT_STEPS", 10)
+    monkeypatch.setattr(throughput, "THROUGHPUT_STEPS", 10)
 
 
 def checked(tmp_path, env: str, edit=None) -> dict[str, str]:

@@ -7,8 +7,7 @@ from __future__ import annotations
 import pytest
 
 from openenv_gym.cli import main
-from openenv_gym.kit import checks
-from openenv_gym.kit.checks import URL_SKIPS, run_checks
+from openenv_gym.kit.checks import URL_SKIPS, run_checks, throughput
 from tests.conftest import asgi_server
 from tests.kit import planted
 
@@ -17,7 +16,7 @@ pytest.importorskip("openenv.validation")
 
 @pytest.fixture(autouse=True)
 def short_throughput_probe(monkeypatch):
-    monkeypatch.setattr(checks, "THROUGHPUT_STEPS", 10)
+    monkeypatch.setattr(throughput, "THROUGHPUT_STEPS", 10)
 
 
 def statuses(report: dict) -> dict[str, str]:
