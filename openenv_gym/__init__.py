@@ -36,6 +36,7 @@ __all__ = [
     "create_app",
     "serve",
     "local_server",
+    "ServeOptions",
     "Limits",
     "FieldsEnv",
     "FieldsObservation",
@@ -46,7 +47,7 @@ __all__ = [
     "__version__",
 ]
 
-_SERVER_NAMES = ("create_app", "serve", "local_server")
+_SERVER_NAMES = ("create_app", "serve", "local_server", "ServeOptions")
 #: Need the optional [pettingzoo] extra.
 _MULTIAGENT_NAMES = ("RemoteAECEnv", "RemoteParallelEnv")
 

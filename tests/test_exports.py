@@ -28,6 +28,7 @@ EXPORTS = {
     "create_app": "openenv_gym.server.app:create_app",
     "serve": "openenv_gym.server.run:serve",
     "local_server": "openenv_gym.server.run:local_server",
+    "ServeOptions": "openenv_gym.server.options:ServeOptions",
     "Limits": "openenv_gym.protocol.frames:Limits",
     "FieldsEnv": "openenv_gym.fields:FieldsEnv",
     "FieldsObservation": "openenv_gym.fields:FieldsObservation",
@@ -41,7 +42,7 @@ EXPORTS = {
 DOCUMENTED = {
     "openenv_gym": [
         "RemoteEnv", "RemoteVectorEnv", "RemoteAECEnv", "RemoteParallelEnv", "create_app", "serve",
-        "local_server", "list_envs", "ConnectOptions", "Reconnect", "Limits", "FieldsEnv", "errors",
+        "local_server", "ServeOptions", "list_envs", "ConnectOptions", "Reconnect", "Limits", "FieldsEnv", "errors",
         "protocol", "spaces",
     ],
     "openenv_gym.protocol": ["codec_for", "Limits", "PROCESS_TOKEN"],

@@ -23,6 +23,6 @@ def builtin_server(name: str, env_kwargs: dict[str, Any], max_sessions: int) -> 
     entry = get(name)
     app = create_app(entry.builtin_server(), env_kwargs=env_kwargs, max_sessions=max_sessions)
     config = uvicorn_config(
-        app, host="127.0.0.1", port=0, limits=None, timeout_graceful_shutdown=int(SHUTDOWN_GRACE),
+        app, host="127.0.0.1", port=0, timeout_graceful_shutdown=int(SHUTDOWN_GRACE),
     )
     return GracefulServer(config, drain_timeout=SHUTDOWN_GRACE)

@@ -21,11 +21,11 @@ which override those of ``options``::
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict
 
+from .._options import MergedByName
 from ..protocol import JSON_SUBPROTOCOL, MSGPACK_SUBPROTOCOL, Limits
 from .retry import Reconnect
 
@@ -43,7 +43,7 @@ OFFERS: Mapping[str, tuple[str, ...]] = {
 
 
 @dataclass(frozen=True)
-class ConnectOptions:
+class ConnectOptions(MergedByName):
     """How a client connects to an OpenEnv server.
 
     Args:
@@ -76,6 +76,8 @@ class ConnectOptions:
             raised.
     """
 
+    kind = "connection"
+
     encoding: Encoding = "auto"
     token: str | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
@@ -105,14 +107,6 @@ class ConnectOptions:
         elif reconnect is False:
             object.__setattr__(self, "reconnect", None)
 
-    @classmethod
-    def merge(cls, options: ConnectOptions | None, **overrides: Any) -> ConnectOptions:
-        """``options`` (or the defaults) with ``overrides`` applied, by name."""
-        names = [f.name for f in dataclasses.fields(cls)]
-        for name in overrides:
-            if name not in names:
-                raise TypeError(f"unknown connection option {name!r}; the options are: {', '.join(names)}")
-        return dataclasses.replace(options or cls(), **overrides)
 
     @property
     def request_headers(self) -> dict[str, str]:

@@ -26,7 +26,8 @@ import gymnasium as gym
 import numpy as np
 
 from .. import spaces
-from ..server.multiagent import action_mask
+from ..server.fields import FieldsSource
+from ..server.multiagent import GameSource, action_mask
 from .policies import Policy, canaries, controller_for, play, search
 from .ranges import known_range
 from .target import load_source
@@ -84,7 +85,7 @@ def run_in_child(module: str, request: dict[str, Any], *, timeout: float, what: 
 
 def _entry_point(source: Any, env: gym.Env) -> str | None:
     """Where the env's class lives (``module:Class``), for the kit's type tags."""
-    game = getattr(env.unwrapped, "game", None) if source.multiagent is not None else None
+    game = getattr(env.unwrapped, "game", None) if isinstance(source, GameSource) else None
     if game is not None:
         cls = type(getattr(game, "unwrapped", game))
         return f"{cls.__module__}:{cls.__qualname__}"
@@ -192,7 +193,7 @@ def run(request: dict) -> dict:
         "target": request["target"],
         "name": source.name,
         "env_id": source.env_id,
-        "multiagent": source.multiagent is not None,
+        "multiagent": isinstance(source, GameSource),
         "entry_point": entry_point,
         "max_episode_steps": source.max_episode_steps,
         "reward_threshold": _reward_threshold(source.env_id),
@@ -209,8 +210,8 @@ def run(request: dict) -> dict:
 def _serves_injected_state(source: Any) -> bool:
     """Whether resets with ``injected_state`` are served (RFC 008's ``set_state``): the app's
     ``create_app(set_state=...)`` hook, or a FieldsEnv whose ``reset`` takes it."""
-    if source.fields is not None:
-        return "injected_state" in source.fields.reset_options()
+    if isinstance(source, FieldsSource):
+        return "injected_state" in source.env_class.reset_options()
     return source.set_state is not None
 
 

@@ -52,4 +52,4 @@ def load_source(target: str, env_kwargs: dict[str, Any] | None = None) -> Any:
 
     if "" not in sys.path and os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # module:factory of this directory, as `serve` allows
-    return resolve(target, **(env_kwargs or {}))
+    return resolve(target, env_kwargs)

@@ -33,7 +33,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from ..client.retry import RECONNECTED, Reconnect
 from ..client.vector import RemoteVectorEnv
 from ..errors import OpenEnvGymError
-from ..server.app import DEFAULT_MAX_SESSIONS
+from ..server.options import DEFAULT_MAX_SESSIONS
 from ..server.source import EnvLike
 from .broker import PoolBroker, ServerSpec
 

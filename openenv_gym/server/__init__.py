@@ -9,6 +9,7 @@ except ImportError as exc:  # pragma: no cover - depends on the install
     raise missing_extra(exc, "serving environments", "server") from exc
 
 from .app import create_app
+from .options import ServeOptions
 from .run import local_server, serve
 
-__all__ = ["create_app", "serve", "local_server"]
+__all__ = ["create_app", "serve", "local_server", "ServeOptions"]

@@ -41,7 +41,7 @@ from gymnasium.vector import AutoresetMode
 
 from .attributes import SubEnvs, answer_is_wrapped
 from .envpool import EnvPoolVectorEnv, PoolFactory
-from .source import EnvSource
+from .source import EnvSource, PoolSource
 
 __all__ = [
     "Backend", "SyncBackend", "AsyncBackend", "EnvPoolBackend", "BACKENDS", "AUTO", "CHOICES",
@@ -113,7 +113,7 @@ class EnvPoolBackend(Backend):
 
 def _pool_factory(source: EnvSource) -> PoolFactory | None:
     """The pool factory of an EnvPool task's source (its ``pool``), ``None`` for other envs."""
-    return getattr(source, "pool", None)
+    return source.pool if isinstance(source, PoolSource) else None
 
 
 class AsyncBackend(Backend):

@@ -1,7 +1,7 @@
 """A deadline for env calls that run inline on the event loop.
 
 A session whose env has proven fast runs its calls inline (see
-:class:`~openenv_gym.server.session.EnvCaller`), saving a thread hand-off per
+:class:`~openenv_gym.server.execution.EnvCaller`), saving a thread hand-off per
 step. If such a call then hangs, the event loop hangs with it: every other
 session, ``/health`` and shutdown wait. :class:`InlineDeadline` bounds that: a
 watchdog thread notices an inline call that has run past its deadline and

@@ -3,10 +3,11 @@ fields in and out, exactly as ``openenv``'s own server frames them."""
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from ..errors import ErrorCode, ProtocolError
-from ..fields import FieldsObservation
+from ..fields import FieldsEnv, FieldsObservation
 from ..protocol import (
     ClientMessage,
     Observation,
@@ -20,9 +21,21 @@ from ..protocol import (
     validation_error,
 )
 from .session import Session, env_error
+from .source import EnvSource
 from .tools import Tool, env_tool
 
-__all__ = ["FieldsSession"]
+__all__ = ["FieldsSource", "FieldsSession"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class FieldsSource(EnvSource):
+    """The source of a :class:`~openenv_gym.fields.FieldsEnv`, which speaks OpenEnv's
+    named fields and publishes its own schemas; its env runs in the server's process."""
+
+    #: The env's class, whose class attributes say how its sessions reset, act and call tools.
+    env_class: type[FieldsEnv]
+
+    isolable: ClassVar[bool] = False
 
 
 class FieldsSession(Session):
@@ -32,15 +45,17 @@ class FieldsSession(Session):
     environments do; this session only validates, calls and frames.
     """
 
-    def __init__(self, source: Any, **kwargs: Any) -> None:
+    source: FieldsSource
+
+    def __init__(self, source: FieldsSource, **kwargs: Any) -> None:
         super().__init__(source, **kwargs)
-        self._options = source.fields.reset_options()
+        self._options = source.env_class.reset_options()
 
     def state(self) -> dict:
         return jsonable(self._env().state())
 
     def toolbox(self) -> dict[str, Tool] | None:
-        specs = self.source.fields.tools
+        specs = self.source.env_class.tools
         if not specs:
             return None
         if self._tools is None:
@@ -75,8 +90,8 @@ class FieldsSession(Session):
         return _frame(result)
 
     async def _step(self, step: Step) -> ServerMessage:
-        action = self.source.fields.parse_action(step.fields)
-        if self.source.fields.reset_before_step:
+        action = self.source.env_class.parse_action(step.fields)
+        if self.source.env_class.reset_before_step:
             self.require_episode()
         result = await self.run(self._env().step, action)
         self.step_count += 1

@@ -43,7 +43,6 @@ from ..protocol import (
     Close,
     Codec,
     ErrorReply,
-    Limits,
     McpReply,
     McpRequest,
     ServerMessage,
@@ -52,18 +51,19 @@ from ..protocol import (
     parse_message,
 )
 from ..protocol.mcp import SERVER_ERROR, error_response
-from ..protocol.validation import VALIDATION_MESSAGES
+from .execution import EnvCaller, Execution, HungCalls
 from .jsonrpc import unknown_session
 from .metrics import Metrics
+from .options import ServeOptions
 from .polling import BusyPoll
 from .routes import Opening, Route
-from .session import DEFAULT_INLINE_DEADLINE, EnvCaller, EnvHost, Execution, HungCalls
+from .session import EnvHost
 from .source import EnvSource
-from .telemetry import SessionTelemetry
+from .telemetry import Answer, Recorded, SessionTelemetry, telemetry_token
 from .transport import CONNECTION_LOST, Channel, next_frame
 from .vector import StepClock
 
-__all__ = ["Server", "Held", "Reply", "DEFAULT_HANDSHAKE_TIMEOUT", "DEFAULT_HELD_SESSION_TIMEOUT"]
+__all__ = ["Server", "Held", "Reply"]
 
 logger = logging.getLogger("openenv_gym.server")
 
@@ -72,13 +72,6 @@ Reply = Callable[[ServerMessage], Awaitable[None]]
 
 #: Seconds one step of ending a session (closing its env, a last frame) may take.
 GOODBYE_TIMEOUT = 5.0
-#: Seconds a connection may take to become a session: to send a complete HTTP request
-#: (WebSocket upgrades included), a route's opening message (``vector_open``), or the
-#: next chunk of a request body.
-DEFAULT_HANDSHAKE_TIMEOUT = 10.0
-#: Seconds a session that outlives its sockets may stay idle with no socket attached
-#: (at most the session timeout).
-DEFAULT_HELD_SESSION_TIMEOUT = 120.0
 
 
 @dataclass
@@ -97,57 +90,21 @@ class Held:
 class Server:
     """State shared by every route of one app."""
 
-    def __init__(
-        self,
-        source: EnvSource,
-        *,
-        max_sessions: int,
-        session_timeout: float | None,
-        execution: Execution,
-        limits: Limits,
-        step_timeout: float | None = None,
-        busy_poll: float,
-        handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
-        inline_deadline: float | None = DEFAULT_INLINE_DEADLINE,
-        validation_token: str | None = None,
-        env_memory_mb: int | None = None,
-        max_held_sessions: int | None = None,
-        held_session_timeout: float | None = DEFAULT_HELD_SESSION_TIMEOUT,
-    ) -> None:
-        if max_sessions < 1:
-            raise ValueError(f"max_sessions must be at least 1, not {max_sessions}")
-        if session_timeout is not None and session_timeout <= 0:
-            raise ValueError(f"session_timeout must be positive or None, not {session_timeout}")
-        if max_held_sessions is not None and max_held_sessions < 0:
-            raise ValueError(f"max_held_sessions must be 0 or more (0: none), or None, not {max_held_sessions}")
-        if held_session_timeout is not None and held_session_timeout <= 0:
-            raise ValueError(f"held_session_timeout must be positive or None, not {held_session_timeout}")
-        if handshake_timeout <= 0:
-            raise ValueError(f"handshake_timeout must be positive, not {handshake_timeout}")
+    def __init__(self, source: EnvSource, options: ServeOptions | None = None) -> None:
         self.source = source
-        self.handshake_timeout = handshake_timeout
-        self.max_sessions = max_sessions
-        self.session_timeout = session_timeout
+        #: How this server serves (checked when it was built).
+        self.options = options = options or ServeOptions()
         #: Sessions that outlive their sockets held at once (a quarter of the slots by default).
-        self.max_held_sessions = max(1, max_sessions // 4) if max_held_sessions is None else max_held_sessions
+        self.max_held_sessions = options.held_sessions()
         #: Seconds a held session may idle with no socket attached: at most ``session_timeout``.
-        self.held_session_timeout = min(
-            (t for t in (held_session_timeout, session_timeout) if t is not None), default=None
-        )
-        self.execution = execution
-        self.step_timeout = step_timeout
-        self.inline_deadline = inline_deadline
-        #: The memory cap of each env's process, in MiB (``execution="process"`` only).
-        self.env_memory_mb = env_memory_mb
+        self.held_session_timeout = options.held_timeout()
         #: The token that opens session telemetry (``None``: telemetry is off).
-        self.validation_token = validation_token
+        self.validation_token = telemetry_token(options.validation_token, options.served_mode())
         #: Env calls its sessions abandoned that still run (they hold threads and envs).
         self.hung_calls = HungCalls()
-        self.env_caller()  # checks the combination now
-        self.limits = limits
         #: How long one env step takes in this process (for ``vector_backend="auto"``).
         self.env_steps = StepClock()
-        self.busy_poll = BusyPoll(busy_poll)
+        self.busy_poll = BusyPoll(options.busy_poll)
         self.sessions: dict[str, tuple[EnvHost, asyncio.Task]] = {}
         #: The sessions that outlive their sockets (also in :attr:`sessions`).
         self.held: dict[str, Held] = {}
@@ -163,13 +120,14 @@ class Server:
         the server's mode, but not isolation: a server that runs each env in a
         process of its own (under its memory cap) runs every one so, a stateless
         request's too."""
+        served = self.options.execution
         return EnvCaller(
-            self.execution if self.execution == "process" else execution or self.execution,
-            timeout=self.step_timeout,
+            served if served == "process" else execution or served,
+            timeout=self.options.step_timeout,
             hung=self.hung_calls,
-            inline_deadline=self.inline_deadline,
+            inline_deadline=self.options.inline_deadline,
             single_thread=self.source.single_thread,
-            memory_mb=self.env_memory_mb,
+            memory_mb=self.options.env_memory_mb,
         )
 
     def active_envs(self) -> int:
@@ -181,15 +139,15 @@ class Server:
     def capacity_error(self, requested: int = 1) -> ProtocolError | None:
         """CAPACITY_REACHED when ``requested`` more envs do not fit, else ``None``."""
         active = self.active_envs()
-        if active + requested <= self.max_sessions:
+        if active + requested <= self.options.max_sessions:
             return None
         wanted = "" if requested == 1 else f" ({requested} requested)"
         return ProtocolError(
             ErrorCode.CAPACITY_REACHED,
-            f"Server at capacity: {active}/{self.max_sessions} sessions active{wanted}. "
+            f"Server at capacity: {active}/{self.options.max_sessions} sessions active{wanted}. "
             f"Cannot accept new connections.",
             active_sessions=active,
-            max_sessions=self.max_sessions,
+            max_sessions=self.options.max_sessions,
         )
 
     @contextlib.asynccontextmanager
@@ -266,7 +224,7 @@ class Server:
         await channel.accept(
             subprotocol=chosen, headers=[(PROCESS_HEADER.encode(), PROCESS_TOKEN.encode())]
         )
-        codec = codec_for(chosen, self.limits)
+        codec = codec_for(chosen, self.options.limits)
         send = channel.send_event
         frame_key = "bytes" if codec.binary else "text"
         metrics = self.metrics
@@ -295,7 +253,7 @@ class Server:
         come within ``handshake_timeout`` seconds: a connection holds no session,
         and counts against nothing, until it does."""
         assert route.opening is not None
-        timeout = self.handshake_timeout
+        timeout = self.options.handshake_timeout
         try:
             frame = await asyncio.wait_for(next_frame(channel, codec), timeout)
         except asyncio.TimeoutError:
@@ -369,16 +327,35 @@ class Server:
                 "server" if session.stop_reason else "client", self.active_envs(),
             )
 
+    def answerer(self, session: EnvHost, route: Route, codec: Codec) -> Answer:
+        """How one connection's messages are answered, chosen when it opens: by the
+        session, each step timed for the server's metrics and step clock; on a route
+        with session telemetry, of a server with a validation token, through the
+        socket's :class:`~.telemetry.SessionTelemetry` (:class:`~.telemetry.Recorded`:
+        it answers ``validation_open`` / ``validation_read`` and, once opened, records
+        the exchanges); without, nothing is recorded."""
+        answer = functools.partial(self._timed_answer, session)
+        if route.telemetry and self.validation_token:
+            return Recorded(SessionTelemetry(self.validation_token), answer, codec)
+        return answer
+
+    async def _timed_answer(self, session: EnvHost, message: ClientMessage, decoded: Any) -> ServerMessage | None:
+        if message.type != "step":
+            response, _ = await session.respond(message)
+            return response
+        started = time.perf_counter()
+        response, env_seconds = await session.respond(message)
+        self.metrics.observe_step(time.perf_counter() - started)
+        if session.in_process:
+            self.env_steps.observe(env_seconds / session.slots)
+        return response
+
     async def serve_messages(
         self, channel: Channel, session: EnvHost, codec: Codec, reply: Reply, route: Route
     ) -> None:
         """Answer ``session``'s messages until ``close``, a disconnect, or a
-        closing error (raised, for :meth:`hosting` to send).
-
-        On a route with session telemetry, and a server with a validation token,
-        the socket's :class:`~.telemetry.SessionTelemetry` answers
-        ``validation_open`` / ``validation_read`` and, once opened, records the
-        exchanges; without, nothing is recorded.
+        closing error (raised, for :meth:`hosting` to send): decode, parse, answer
+        (:meth:`answerer`), reply.
 
         After each reply to a peer on this machine (but not in this process)
         whose env calls run inline, the loop busy-polls for the next message
@@ -387,8 +364,8 @@ class Server:
         client = channel.scope.get("client")
         elsewhere = channel.headers.get(PROCESS_HEADER) != PROCESS_TOKEN
         local = client is not None and is_loopback(client[0]) and elsewhere
-        metrics = self.metrics
-        telemetry = SessionTelemetry(self.validation_token) if route.telemetry and self.validation_token else None
+        counted = self.metrics.messages
+        answered = self.answerer(session, route, codec)
         while (frame := await next_frame(channel, codec)) is not None:
             message = None
             try:
@@ -396,23 +373,10 @@ class Server:
                 message = route.parse(decoded)
                 if isinstance(message, Close):
                     return
-                metrics.messages[message.type] += 1
-                if telemetry is not None and message.type in VALIDATION_MESSAGES:
-                    answer = telemetry.answer(message)
-                else:
-                    if telemetry is not None:
-                        telemetry.started = True
-                    started = time.perf_counter()
-                    response, env_seconds = await session.respond(message)
-                    if response is None:  # a JSON-RPC notification
-                        continue
-                    answer = response
-                    if message.type == "step":
-                        metrics.observe_step(time.perf_counter() - started)
-                        if session.in_process:
-                            self.env_steps.observe(env_seconds / session.slots)
-                    if telemetry is not None and telemetry.recording:
-                        telemetry.record(message, decoded, answer, codec)
+                counted[message.type] += 1
+                answer = await answered(message, decoded)
+                if answer is None:  # a JSON-RPC notification
+                    continue
             except ProtocolError as exc:
                 if exc.code in CLOSING_ERRORS:
                     raise
@@ -430,7 +394,6 @@ class Server:
             # env still owns (PettingZoo's state() of a pygame screen locks the screen while
             # a view of its pixels lives, and the next step draws on it).
             del answer
-            response = None
             if session.stop_reason is not None:  # the server is draining
                 return
             if local and session.inline:
@@ -446,7 +409,8 @@ class Server:
         if self.draining:
             raise ProtocolError(ErrorCode.SESSION_ERROR, "The server is shutting down; open a session elsewhere")
         source = self.source
-        session: EnvHost = source.session_type(source, codec=codec_for(None, self.limits), caller=self.env_caller())
+        codec = codec_for(None, self.options.limits)
+        session: EnvHost = source.session_type(source, codec=codec, caller=self.env_caller())
         if (error := self.capacity_error(session.slots) or self._held_cap_error()) is not None:
             raise error
         task = asyncio.current_task()
@@ -513,7 +477,8 @@ class Server:
         """The answer to a JSON-RPC request on a throwaway session, as OpenEnv answers
         ``tools/*`` that name no session: built, counted against capacity, closed after."""
         source = self.source
-        session = source.session_type(source, codec=codec_for(None, self.limits), caller=self.env_caller("thread"))
+        codec = codec_for(None, self.options.limits)
+        session = source.session_type(source, codec=codec, caller=self.env_caller("thread"))
         session.spec = spec
         try:
             async with self.holding(session):
@@ -569,7 +534,7 @@ class Server:
         """Seconds ``session`` may go without a message: a held session with no socket
         attached gets :attr:`held_session_timeout`, any other ``session_timeout``."""
         held = self.held.get(session.id)
-        return self.held_session_timeout if held is not None and held.attached is None else self.session_timeout
+        return self.held_session_timeout if held is not None and held.attached is None else self.options.session_timeout
 
     async def _reap(self) -> None:
         shortest = self.held_session_timeout  # the shortest idle timeout: never above session_timeout

@@ -50,19 +50,19 @@ async def read_body(request: Request, server: Server) -> bytes:
     A client gone before the end (or closed for a newer connection, see
     :class:`~.transport.PendingConnections`) is answered HTTP 400, which nobody reads,
     rather than logged as a failure of the server."""
-    limits = server.limits
+    limits = server.options.limits
     wire.check_declared_size(request.headers.get("content-length"), limits)
     chunks: list[bytes] = []
     size = 0
     stream = request.stream().__aiter__()
     while True:
         try:
-            chunk = await asyncio.wait_for(stream.__anext__(), server.handshake_timeout)
+            chunk = await asyncio.wait_for(stream.__anext__(), server.options.handshake_timeout)
         except StopAsyncIteration:
             return b"".join(chunks)
         except asyncio.TimeoutError:
             raise wire.HttpError(
-                408, {"detail": f"The request body stalled for {server.handshake_timeout} s"}
+                408, {"detail": f"The request body stalled for {server.options.handshake_timeout} s"}
             ) from None
         except ClientDisconnect:
             raise wire.HttpError(400, {"detail": "The client left before the end of its request body"}) from None
@@ -101,10 +101,10 @@ class _Endpoints:
         return json_response(answer.to_wire()["data"])
 
     async def reset(self, request: Request) -> Response:
-        return await self._answer(wire.reset_request(await read_body(request, self.server), self.server.limits))
+        return await self._answer(wire.reset_request(await read_body(request, self.server), self.server.options.limits))
 
     async def step(self, request: Request) -> Response:
-        step, reset = wire.step_request(await read_body(request, self.server), self.server.limits)
+        step, reset = wire.step_request(await read_body(request, self.server), self.server.options.limits)
         return await self._answer(reset, step)
 
     async def state(self, request: Request) -> Response:
@@ -124,8 +124,8 @@ class _Endpoints:
             {
                 "status": "draining" if server.draining else "healthy",
                 "active_sessions": active,
-                "max_sessions": server.max_sessions,
-                "available_sessions": max(server.max_sessions - active, 0),
+                "max_sessions": server.options.max_sessions,
+                "available_sessions": max(server.options.max_sessions - active, 0),
                 "held_sessions": server.held_sessions(),
                 "max_held_sessions": server.max_held_sessions,
                 "hung_env_calls": len(server.hung_calls),
@@ -136,14 +136,14 @@ class _Endpoints:
     async def metrics(self, request: Request) -> Response:
         server = self.server
         text = server.metrics.render(
-            sessions_active=server.active_envs(), max_sessions=server.max_sessions, draining=server.draining,
+            sessions_active=server.active_envs(), max_sessions=server.options.max_sessions, draining=server.draining,
         )
         return Response(text, media_type="text/plain; version=0.0.4")
 
     async def mcp(self, request: Request) -> Response:
         server = self.server
         try:
-            payload = wire.jsonrpc_request(await read_body(request, server), server.limits)
+            payload = wire.jsonrpc_request(await read_body(request, server), server.options.limits)
         except JsonRpcError as exc:
             return json_response(exc.response)
         session = None

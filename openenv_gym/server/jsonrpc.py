@@ -40,13 +40,13 @@ Requests arrive two ways:
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, overload
+from typing import Any, Protocol, overload
 
 from .._version import __version__
 from ..errors import ProtocolError, ToolCallError
-from ..protocol import McpReply, McpRequest
+from ..protocol import ClientMessage, McpReply, McpRequest, ServerMessage
 from ..protocol.mcp import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -64,9 +64,8 @@ from ..protocol.mcp import (
     tool_failure,
 )
 from ..spaces._common import MAX_QUOTED_CHARS, clipped
-
-if TYPE_CHECKING:
-    from .session import EnvHost
+from .source import EnvSource
+from .tools import Tool, ToolOutcome
 
 __all__ = ["answer", "answer_http", "HttpAnswer", "Registry", "ACKNOWLEDGED", "NOT_SUPPORTED", "unknown_session"]
 
@@ -80,14 +79,37 @@ _TOOLS = ("tools/list", "tools/call")
 _CREATE, _CLOSE = "openenv/session/create", "openenv/session/close"
 
 
+class McpSession(Protocol):
+    """What JSON-RPC needs of the session a request arrived on
+    (:class:`~openenv_gym.server.session.McpSession` is one)."""
+
+    #: Its id (``openenv/session/create``'s answer).
+    id: str
+    #: Whether it speaks the MCP specification's dialect (set by ``initialize``).
+    spec: bool
+    #: What it serves: the env's name, for ``initialize``.
+    source: EnvSource
+    #: The server's sessions that outlive their sockets (``openenv/session/close``).
+    registry: Registry | None
+
+    def toolbox(self) -> Mapping[str, Tool] | None:
+        """Its tools by name (``None``: it serves none)."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> ToolOutcome:
+        """Run the tool ``name``; a :class:`~openenv_gym.errors.ToolCallError` if it cannot."""
+
+    async def respond(self, message: ClientMessage) -> tuple[ServerMessage | None, float]:
+        """Its reply to ``message``, and the seconds its env calls took."""
+
+
 class Registry(Protocol):
     """The sessions of a server that outlive their sockets
     (:class:`~openenv_gym.server.hosting.Server` keeps them)."""
 
-    async def open_session(self, *, spec: bool) -> EnvHost:
+    async def open_session(self, *, spec: bool) -> McpSession:
         """A new session, its env built, counted against capacity (ProtocolError if not)."""
 
-    def find_session(self, session_id: str) -> EnvHost | None:
+    def find_session(self, session_id: str) -> McpSession | None:
         """The open session of that id, or ``None``."""
 
     async def close_session(self, session_id: str) -> dict[str, Any] | None:
@@ -108,10 +130,10 @@ class HttpAnswer:
 
 
 @overload
-async def answer(payload: dict[str, Any], session: EnvHost | None) -> dict[str, Any] | None: ...
+async def answer(payload: dict[str, Any], session: McpSession | None) -> dict[str, Any] | None: ...
 @overload
-async def answer(payload: Any, session: EnvHost | None) -> JsonRpcResponse | None: ...
-async def answer(payload: Any, session: EnvHost | None) -> JsonRpcResponse | None:
+async def answer(payload: Any, session: McpSession | None) -> JsonRpcResponse | None: ...
+async def answer(payload: Any, session: McpSession | None) -> JsonRpcResponse | None:
     """The response to a request (or batch) that arrived on ``session``; ``None`` for a
     notification, whose method runs all the same."""
     if isinstance(payload, list):
@@ -119,7 +141,7 @@ async def answer(payload: Any, session: EnvHost | None) -> JsonRpcResponse | Non
     return await _answer_one(payload, session)
 
 
-async def _answer_one(payload: Any, session: EnvHost | None) -> dict[str, Any] | None:
+async def _answer_one(payload: Any, session: McpSession | None) -> dict[str, Any] | None:
     try:
         request = parse_request(payload)
     except JsonRpcError as exc:
@@ -128,7 +150,7 @@ async def _answer_one(payload: Any, session: EnvHost | None) -> dict[str, Any] |
     return None if request.notification else response
 
 
-async def _on_session(request: Request, session: EnvHost | None) -> dict[str, Any] | None:
+async def _on_session(request: Request, session: McpSession | None) -> dict[str, Any] | None:
     if session is None or request.method == "ping":
         return _common(request)
     method, params = request.method, request.params
@@ -153,7 +175,7 @@ async def _on_session(request: Request, session: EnvHost | None) -> dict[str, An
 
 
 async def answer_http(
-    payload: Any, registry: Registry, *, session: EnvHost | None = None, spec: bool = False
+    payload: Any, registry: Registry, *, session: McpSession | None = None, spec: bool = False
 ) -> HttpAnswer:
     """The answer to a ``POST /mcp`` body (a request or a batch); ``session`` is the one
     its ``Mcp-Session-Id`` header names, ``spec`` whether the request came from an MCP client."""
@@ -169,7 +191,7 @@ async def answer_http(
 
 
 async def _http_one(
-    payload: Any, registry: Registry, session: EnvHost | None, spec: bool, *, batched: bool
+    payload: Any, registry: Registry, session: McpSession | None, spec: bool, *, batched: bool
 ) -> HttpAnswer:
     """One request of a ``POST /mcp`` body. A notification gets no answer, and its method
     does not run where only the answer would come of it (:func:`_for_no_one`)."""
@@ -183,7 +205,7 @@ async def _http_one(
     return HttpAnswer(None) if request.notification else answered
 
 
-def _for_no_one(request: Request, session: EnvHost | None) -> bool:
+def _for_no_one(request: Request, session: McpSession | None) -> bool:
     """Whether a notification's method would only make a response that nobody gets:
     a throwaway env (``tools/*`` naming no session), a session whose id is never told
     (``openenv/session/create``, ``initialize`` without a session)."""
@@ -193,7 +215,7 @@ def _for_no_one(request: Request, session: EnvHost | None) -> bool:
 
 
 async def _http_request(
-    request: Request, payload: Any, registry: Registry, session: EnvHost | None, spec: bool, *, batched: bool
+    request: Request, payload: Any, registry: Registry, session: McpSession | None, spec: bool, *, batched: bool
 ) -> HttpAnswer:
     method, params = request.method, request.params
     if method == "initialize" and batched:
@@ -251,7 +273,7 @@ def _common(request: Request) -> dict[str, Any]:
     return error_response(request.id, METHOD_NOT_FOUND, f"Method not found: {method}")
 
 
-def _initialize(request: Request, session: EnvHost) -> dict[str, Any]:
+def _initialize(request: Request, session: McpSession) -> dict[str, Any]:
     source = session.source
     return initialize_result(request.params.get("protocolVersion"), source.env_id or source.name, __version__)
 
@@ -271,7 +293,7 @@ def unknown_session(session_id: Any) -> str:
     return f"Unknown session_id: {clipped(str(session_id), MAX_QUOTED_CHARS)}"
 
 
-def _list_tools(request: Request, session: EnvHost) -> dict[str, Any]:
+def _list_tools(request: Request, session: McpSession) -> dict[str, Any]:
     """The session's tools; none (``{"tools": []}``) for a session without tools, which
     is what RFC 008's tool-declaration check reads (OpenEnv 0.10's servers answered
     ``-32603`` there)."""
@@ -279,7 +301,7 @@ def _list_tools(request: Request, session: EnvHost) -> dict[str, Any]:
     return result_response(request.id, {"tools": [tool.spec.listing(spec=session.spec) for tool in tools.values()]})
 
 
-async def _call_tool(request: Request, session: EnvHost) -> dict[str, Any]:
+async def _call_tool(request: Request, session: McpSession) -> dict[str, Any]:
     name, arguments = request.params.get("name"), request.params.get("arguments", {})
     if not name or not isinstance(name, str):
         return error_response(request.id, INVALID_PARAMS, "Missing 'name' in params")

@@ -42,6 +42,7 @@ from ..protocol import agents as wire
 from ..protocol.attributes import ATTRIBUTE_MESSAGES
 from .routes import Opening, Route
 from .session import EnvHost, Session, check_injection
+from .source import EnvSource
 from .tools import Position
 
 __all__ = [
@@ -50,6 +51,7 @@ __all__ = [
     "Opponent",
     "random_opponent",
     "MultiAgentSource",
+    "GameSource",
     "SeatEnv",
     "SeatSession",
     "GAME_OVER",
@@ -138,7 +140,7 @@ def _state_space(probe: Any) -> gym.Space | None:
     return space if isinstance(space, gym.Space) else None
 
 
-@dataclass
+@dataclass(frozen=True)
 class MultiAgentSource:
     """A factory for one PettingZoo game per session, and what every game shares."""
 
@@ -157,7 +159,9 @@ class MultiAgentSource:
     opponent: Opponent = random_opponent
 
     @classmethod
-    def from_probe(cls, factory: Callable[[], Any], probe: Any, name: str) -> MultiAgentSource:
+    def from_probe(
+        cls, factory: Callable[[], Any], probe: Any, name: str, opponent: Opponent | None = None
+    ) -> MultiAgentSource:
         from pettingzoo import AECEnv
 
         agents = list(probe.possible_agents)
@@ -179,6 +183,7 @@ class MultiAgentSource:
             render_mode=getattr(probe, "render_mode", None),
             env_metadata=metadata,
             state_space=_state_space(probe),
+            opponent=opponent or random_opponent,
         )
 
     @property
@@ -232,6 +237,15 @@ class MultiAgentSource:
             if self.observation_spaces[a] == observation_space
             and self.action_spaces[a] == action_space
         ]
+
+
+@dataclass(frozen=True, kw_only=True)
+class GameSource(EnvSource):
+    """The source of a PettingZoo game: ``/ws`` serves one seat of it
+    (:class:`SeatEnv`), ``/agents`` the whole game (:class:`AgentsSession`)."""
+
+    #: The game every session of this source plays.
+    game: MultiAgentSource
 
 
 class SeatEnv(gym.Env):
@@ -391,7 +405,7 @@ class AgentsSession(Session):
 
     def __init__(self, source: Any, api: API, **kwargs: Any) -> None:
         super().__init__(source, **kwargs)
-        self.multiagent: MultiAgentSource = source.multiagent
+        self.game: MultiAgentSource = source.game
         self.api = api
         self.build = self._build
 
@@ -402,12 +416,12 @@ class AgentsSession(Session):
                 f"this server isolates envs in processes of their own (execution='process'): play a "
                 f"seat on /ws"
             )
-        if self.api not in self.multiagent.apis:
+        if self.api not in self.game.apis:
             raise ValueError(
-                f"this game is served through the APIs {list(self.multiagent.apis)}, not "
-                f"{self.api!r}: connect to {wire.AGENTS_PATH}?api={self.multiagent.apis[0]}"
+                f"this game is served through the APIs {list(self.game.apis)}, not "
+                f"{self.api!r}: connect to {wire.AGENTS_PATH}?api={self.game.apis[0]}"
             )
-        return self.multiagent.make(self.api)
+        return self.game.make(self.api)
 
     def toolbox(self) -> None:
         """No MCP tools: a whole game has no one player to act for (play a seat on ``/ws``)."""
@@ -432,7 +446,7 @@ class AgentsSession(Session):
 
     async def _step_game(self, step: Step) -> ServerMessage:
         env = self._env()
-        spaces_ = self.multiagent.action_spaces
+        spaces_ = self.game.action_spaces
         if self.api == "aec":
             self.require_episode()  # before its first reset, an AEC game has no agent to act
             action = wire.read_aec_step(self.codec, spaces_, step, env.agent_selection)
@@ -471,7 +485,7 @@ class AgentsSession(Session):
         }
 
     def _reply(self, env: Any, game: dict) -> ServerMessage:
-        return wire.game_observation(self.codec, self.multiagent.observation_spaces, list(env.agents), game)
+        return wire.game_observation(self.codec, self.game.observation_spaces, list(env.agents), game)
 
 
 class AgentsRoute(Route):

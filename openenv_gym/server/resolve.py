@@ -16,23 +16,26 @@ sessions get wrapped in Gymnasium's ``JaxToNumpy``.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib
 import importlib.util
 import inspect
 import sys
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, NamedTuple
 
 import gymnasium as gym
 
 from ..fields import FieldsEnv
 from . import envpool, legacy, multiagent
-from .fields import FieldsSession
+from .fields import FieldsSession, FieldsSource
+from .options import ServeOptions, check_single_thread
 from .schema import gym_schema_document
 from .session import Session
-from .source import EnvLike, EnvSource
+from .source import EnvLike, EnvSource, PoolSource
+from .tools import check_tool_names, function_tool
 
 __all__ = ["resolve", "uses_pygame"]
 
@@ -47,12 +50,18 @@ class _Factory(NamedTuple):
     pool: envpool.PoolFactory | None = None
 
 
-def resolve(env: EnvLike, **make_kwargs: Any) -> EnvSource:
-    """Build an :class:`EnvSource` from an id, a ``module:factory`` path, a class or a callable.
+def resolve(
+    env: EnvLike, env_kwargs: Mapping[str, Any] | None = None, options: ServeOptions | None = None
+) -> EnvSource:
+    """Build the :class:`EnvSource` of an id, a ``module:factory`` path, a class or a callable,
+    whole: what ``options`` add to each env (a text view, MCP tools, a ``set_state`` hook,
+    a PettingZoo opponent, one thread for all its calls) included.
 
-    ``make_kwargs`` go to ``gym.make`` for ids and to the class or factory
+    ``env_kwargs`` go to ``gym.make`` for ids and to the class or factory
     otherwise. A live env instance is refused: every session needs its own
-    environment, so pass its class or a factory instead.
+    environment, so pass its class or a factory instead. What ``options`` ask of an env
+    of another kind (an opponent for a Gymnasium env, tools for a FieldsEnv) is refused
+    here, where the env's kind is known.
 
     PettingZoo envs (``AECEnv`` / ``ParallelEnv`` factories, or a module path
     such as ``"pettingzoo.classic.connect_four_v3"``) resolve through
@@ -64,12 +73,44 @@ def resolve(env: EnvLike, **make_kwargs: Any) -> EnvSource:
         >>> source.action_space
         Discrete(2)
     """
-    factory = _factory(env, make_kwargs)
+    options = options or ServeOptions()
+    factory = _factory(env, dict(env_kwargs or {}))
     probe = factory.make()
-    single_thread = uses_pygame(probe)
-    source = _source(factory, probe)
-    source.single_thread = single_thread
-    return source
+    single_thread = uses_pygame(probe) if options.single_thread is None else options.single_thread
+    shared = _Shared(options, single_thread)
+    return _source(factory, probe, shared)
+
+
+class _Shared(NamedTuple):
+    """What the options add to every env of a source, of whatever kind."""
+
+    options: ServeOptions
+    single_thread: bool
+
+    def fields(self, name: str, kind: str) -> dict[str, Any]:
+        """The :class:`EnvSource` fields the options set, for an env of ``kind``
+        (``"gym"``, ``"game"`` or ``"fields"``), refusing what that kind cannot take."""
+        options = self.options
+        check_single_thread(options, self.single_thread)
+        if options.opponent is not None and kind != "game":
+            raise TypeError("opponent= applies to PettingZoo environments only")
+        tools = tuple(function_tool(fn) for fn in options.tools)
+        check_tool_names(list(tools))
+        if kind == "fields":
+            if options.set_state is not None:
+                raise TypeError(
+                    f"{name!r} speaks OpenEnv's named fields (a FieldsEnv): its reset takes "
+                    f"injected_state itself (a keyword argument of reset); set_state= applies to Gymnasium "
+                    f"and PettingZoo envs"
+                )
+            if tools or options.text_view is not None:
+                raise TypeError(
+                    f"{name!r} speaks OpenEnv's named fields (a FieldsEnv): it serves the tools it declares "
+                    f"(FieldsEnv.tools) and no text view; tools= and text_view= apply to Gymnasium and "
+                    f"PettingZoo envs"
+                )
+        return {"text_view": options.text_view, "tools": tools, "set_state": options.set_state,
+                "single_thread": self.single_thread}
 
 
 # -- what to build ---------------------------------------------------------------------
@@ -175,7 +216,7 @@ _FACTORIES: list[tuple[Callable[[Any], bool], Callable[[Any, dict[str, Any]], _F
 # -- what the probe says ---------------------------------------------------------------
 
 
-def _source(factory: _Factory, probe: Any) -> EnvSource:
+def _source(factory: _Factory, probe: Any, shared: _Shared) -> EnvSource:
     """The source of the env ``probe`` (an env ``factory`` built); closes the probe."""
     if getattr(probe, "render_mode", None) == "human":
         if callable(getattr(probe, "close", None)):
@@ -187,9 +228,9 @@ def _source(factory: _Factory, probe: Any) -> EnvSource:
             f"'ansi', or None) and show the frames on the client"
         )
     if isinstance(probe, FieldsEnv):
-        return _fields_source(factory, probe)
+        return _fields_source(factory, probe, shared)
     if multiagent.is_pettingzoo(probe):
-        return _multiagent_source(factory, probe)
+        return _multiagent_source(factory, probe, shared)
     if envpool.is_pool(probe):  # a pool factory: sessions get pools of one env
         probe.close()
         factory = _pool_factory(factory.make, factory.name)
@@ -208,7 +249,7 @@ def _source(factory: _Factory, probe: Any) -> EnvSource:
     if (probe.metadata or {}).get("jax") and "jax" in sys.modules:  # no jax arrays without jax
         probe = _to_numpy(probe, factory.name)
         factory = factory._replace(make=functools.partial(_build_numpy, factory.make, factory.name))
-    return _gym_source(factory, probe)
+    return _gym_source(factory, probe, shared)
 
 
 def _converted(make: Callable[[], Any], api: legacy.LegacyApi) -> Callable[[], gym.Env]:
@@ -238,10 +279,12 @@ def _to_numpy(env: gym.Env, name: str) -> gym.Env:
     return JaxToNumpy(env)
 
 
-def _gym_source(factory: _Factory, probe: gym.Env) -> EnvSource:
+def _gym_source(factory: _Factory, probe: gym.Env, shared: _Shared) -> EnvSource:
     try:
         spec = probe.spec
-        source = EnvSource(
+        kind: type[EnvSource] = EnvSource if factory.pool is None else PoolSource
+        of_kind: dict[str, Any] = {} if factory.pool is None else {"pool": factory.pool}
+        source = kind(
             factory=factory.make,
             name=factory.name,
             env_id=factory.env_id or (spec.id if spec is not None else None),
@@ -253,18 +296,18 @@ def _gym_source(factory: _Factory, probe: gym.Env) -> EnvSource:
             env_metadata=_served_metadata(probe.metadata),
             max_episode_steps=spec.max_episode_steps if spec is not None else None,
             description=_summary(type(probe.unwrapped)),
-            pool=factory.pool,
+            **of_kind,
+            **shared.fields(factory.name, "gym"),
         )
     finally:
         probe.close()
-    source.schema = gym_schema_document(source)
-    return source
+    return dataclasses.replace(source, schema=gym_schema_document(source))
 
 
-def _fields_source(factory: _Factory, probe: FieldsEnv) -> EnvSource:
+def _fields_source(factory: _Factory, probe: FieldsEnv, shared: _Shared) -> EnvSource:
     try:
         observation_space, action_space = probe.inferred_spaces()
-        return EnvSource(
+        return FieldsSource(
             factory=factory.make,
             name=factory.name,
             env_id=probe.name,
@@ -273,21 +316,22 @@ def _fields_source(factory: _Factory, probe: FieldsEnv) -> EnvSource:
             session_type=FieldsSession,
             schema=probe.schema_document(),
             description=probe.description or _summary(type(probe)),
-            fields=type(probe),
+            env_class=type(probe),
+            **shared.fields(factory.name, "fields"),
         )
     finally:
         probe.close()
 
 
-def _multiagent_source(factory: _Factory, probe: Any) -> EnvSource:
+def _multiagent_source(factory: _Factory, probe: Any, shared: _Shared) -> EnvSource:
     """The source of a PettingZoo game: the seat view for ``/ws``, the game for ``/agents``."""
     try:
-        game = multiagent.MultiAgentSource.from_probe(factory.make, probe, factory.name)
+        game = multiagent.MultiAgentSource.from_probe(factory.make, probe, factory.name, shared.options.opponent)
         description = _summary(type(getattr(probe, "unwrapped", probe)))
     finally:
         probe.close()
     observation_space, action_space = game.seat_spaces()
-    source = EnvSource(
+    source = multiagent.GameSource(
         factory=functools.partial(multiagent.SeatEnv, game),
         name=factory.name,
         env_id=game.env_metadata.get("name") or None,
@@ -298,12 +342,16 @@ def _multiagent_source(factory: _Factory, probe: Any) -> EnvSource:
         render_mode=game.render_mode,
         env_metadata=game.env_metadata,
         description=description,
-        multiagent=game,
+        game=game,
         extra_fields=multiagent.SEAT_FIELD_SCHEMAS,
-        extra_values=lambda env: env.unwrapped.seat_fields(),
+        extra_values=_seat_fields,
+        **shared.fields(factory.name, "game"),
     )
-    source.schema = gym_schema_document(source)
-    return source
+    return dataclasses.replace(source, schema=gym_schema_document(source, {"multiagent": game.describe()}))
+
+
+def _seat_fields(env: Any) -> dict:
+    return env.unwrapped.seat_fields()
 
 
 def _served_metadata(metadata: Any) -> dict:

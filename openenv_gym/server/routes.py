@@ -28,7 +28,8 @@ from ..errors import ErrorCode, ProtocolError
 from ..protocol import WS_MESSAGES, ClientMessage, Codec, ErrorReply, ServerMessage, parse_message
 from ..protocol.attributes import ATTRIBUTE_MESSAGES
 from ..protocol.validation import VALIDATION_MESSAGES
-from .session import EnvCaller, EnvHost
+from .execution import EnvCaller
+from .session import EnvHost
 from .source import EnvSource
 
 __all__ = ["Opening", "Route", "WsRoute", "TELEMETRY_OFF"]

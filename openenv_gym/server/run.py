@@ -18,18 +18,22 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import uvicorn
 
-from ..protocol import Limits
 from .app import create_app
-from .hosting import DEFAULT_HANDSHAKE_TIMEOUT
 from .listen import base_url, listening_socket
 from .logs import quiet_uvicorn
+from .options import ServeOptions
 from .package import PackageServer, is_package
 from .source import EnvLike
 from .transport import BackpressuredWebSocket, GuardedHttp, PendingConnections
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from .options import ServeKwargs
 
 __all__ = ["serve", "local_server", "uvicorn_config", "GracefulServer", "listening_socket"]
 
@@ -50,7 +54,6 @@ def uvicorn_config(
     *,
     host: str,
     port: int,
-    limits: Limits | None,
     ping_interval: float | None = 20.0,
     ping_timeout: float | None = 20.0,
     max_pending_connections: int | None = None,
@@ -58,8 +61,9 @@ def uvicorn_config(
 ) -> uvicorn.Config:
     """The uvicorn configuration openenv-gym servers run with.
 
-    The frame limit follows ``limits.max_frame_bytes``; keepalive pings every
-    ``ping_interval`` seconds, dropping a peer that does not answer within
+    The frame limit follows the ``limits.max_frame_bytes`` of the app's
+    :class:`~.options.ServeOptions`; keepalive pings every ``ping_interval`` seconds,
+    dropping a peer that does not answer within
     ``ping_timeout`` (``None`` turns them off, for tunnels that drop pings);
     a connection that sends no complete request within the app's
     ``handshake_timeout`` is closed, and so is the oldest such connection when
@@ -68,10 +72,10 @@ def uvicorn_config(
     a WebSocket peer that reads nothing is read no more; access logs are off (one
     line per HTTP request drowns real problems).
     """
-    limits = limits or Limits()
     quiet_uvicorn()
-    state = getattr(getattr(app, "state", None), "openenv_gym", None)
-    handshake_timeout = state.handshake_timeout if state is not None else DEFAULT_HANDSHAKE_TIMEOUT
+    server = getattr(getattr(app, "state", None), "openenv_gym", None)
+    served = server.options if server is not None else ServeOptions()
+    limits, handshake_timeout = served.limits, served.handshake_timeout
     if max_pending_connections is None:
         max_pending_connections = default_pending_connections()
     pending = PendingConnections(max_pending_connections)
@@ -146,22 +150,24 @@ class GracefulServer(uvicorn.Server):
 
 def serve(
     env: EnvLike,
+    options: ServeOptions | None = None,
     *,
+    env_kwargs: Mapping[str, Any] | None = None,
     host: str = "127.0.0.1",
     port: int = 8000,
-    limits: Limits | None = None,
     ping_interval: float | None = 20.0,
     ping_timeout: float | None = 20.0,
     drain_timeout: float = 30.0,
     max_pending_connections: int | None = None,
     uvicorn_kwargs: dict[str, Any] | None = None,
-    **app_kwargs: Any,
+    **kwargs: Unpack[ServeKwargs],
 ) -> None:
     """Serve ``env`` until interrupted; SIGINT and SIGTERM drain it gracefully.
 
-    Binds 127.0.0.1 unless ``host`` says otherwise. ``app_kwargs`` go to
-    :func:`~openenv_gym.create_app` (``env_kwargs``, ``max_sessions``,
-    ``session_timeout``, ``step_timeout``, ``execution``, ``token``, ...).
+    Binds 127.0.0.1 unless ``host`` says otherwise. ``options`` (or its fields as
+    keyword arguments: ``max_sessions``, ``session_timeout``, ``step_timeout``,
+    ``execution``, ``token``, ...; see :class:`~openenv_gym.server.options.ServeOptions`)
+    and ``env_kwargs`` go to :func:`~openenv_gym.create_app`.
     On shutdown, sessions get up to ``drain_timeout`` seconds to finish the
     env call they are in (see :class:`GracefulServer`). The process may open
     as many files as its hard limit allows (:func:`raise_open_files_limit`), and
@@ -180,9 +186,9 @@ def serve(
             f"or use local_server({str(env)!r})"
         )
     raise_open_files_limit()
-    app = create_app(env, limits=limits, **app_kwargs)
+    app = create_app(env, options, env_kwargs=env_kwargs, **kwargs)
     config = uvicorn_config(
-        app, host=host, port=port, limits=limits, ping_interval=ping_interval,
+        app, host=host, port=port, ping_interval=ping_interval,
         ping_timeout=ping_timeout, max_pending_connections=max_pending_connections, **(uvicorn_kwargs or {}),
     )
     with listening_socket(host, port) as sock:
@@ -199,16 +205,17 @@ class _BackgroundServer(GracefulServer):
 @contextlib.contextmanager
 def local_server(
     target: EnvLike | os.PathLike[str],
+    options: ServeOptions | None = None,
     /,
     *,
+    env_kwargs: Mapping[str, Any] | None = None,
     env: Mapping[str, str] | None = None,
     python: str | None = None,
     host: str = "127.0.0.1",
     port: int | None = None,
     startup_timeout: float = 30.0,
-    limits: Limits | None = None,
     uvicorn_kwargs: dict[str, Any] | None = None,
-    **app_kwargs: Any,
+    **kwargs: Unpack[ServeKwargs],
 ) -> Iterator[str]:
     """Run a server for the duration of a ``with`` block and yield its base URL.
 
@@ -230,10 +237,10 @@ def local_server(
         ...                   python="/path/to/venv/bin/python") as url:  # doctest: +SKIP
         ...     env = openenv_gym.RemoteEnv(url)
 
-    In this process, ``app_kwargs`` and ``limits`` go to :func:`~openenv_gym.create_app`,
-    ``uvicorn_kwargs`` to uvicorn; the server does not busy-poll unless ``busy_poll`` says
-    so: it shares the caller's process, and its spinning loop would compete with the caller
-    for the GIL.
+    In this process, ``options`` (or its fields as keyword arguments) and ``env_kwargs`` go
+    to :func:`~openenv_gym.create_app`, ``uvicorn_kwargs`` to uvicorn; the server does not
+    busy-poll unless ``busy_poll`` says so: it shares the caller's process, and its spinning
+    loop would compete with the caller for the GIL.
 
     For a package, ``env`` is added to the server's environment variables (the game it
     serves, say), and ``python`` is the interpreter that runs it (default: this one), which
@@ -241,14 +248,15 @@ def local_server(
     :class:`~openenv_gym.errors.EmbeddedServerError` shows the end of its log (a
     ``ModuleNotFoundError``, say) and what to do. The child stops SIGTERM first, SIGKILL if
     it must, and never outlives this process, even one killed by SIGKILL. The package's app
-    configures its server: ``limits``, ``uvicorn_kwargs`` and ``app_kwargs`` do not apply.
+    configures its server: ``options``, ``env_kwargs`` and ``uvicorn_kwargs`` do not apply.
     """
     if is_package(target):
-        given = [name for name, value in (("limits", limits), ("uvicorn_kwargs", uvicorn_kwargs)) if value is not None]
-        if given or app_kwargs:
+        given = [name for name, value in (("options", options), ("env_kwargs", env_kwargs),
+                                          ("uvicorn_kwargs", uvicorn_kwargs)) if value is not None]
+        if given or kwargs:
             raise TypeError(
                 f"{target} is an OpenEnv package: its own app configures its server, so "
-                f"{', '.join(given + sorted(app_kwargs))} do not apply (pass env= and python= at most)"
+                f"{', '.join(given + sorted(kwargs))} do not apply (pass env= and python= at most)"
             )
         with PackageServer(
             target, env=env, python=python, host=host, port=port or 0, startup_timeout=startup_timeout
@@ -262,12 +270,13 @@ def local_server(
             f"env= and python= are for an OpenEnv package directory (one with openenv.yaml), "
             f"which runs in a process of its own; {target!r} is served in this process"
         )
-    app_kwargs.setdefault("busy_poll", 0.0)
-    app = create_app(target, limits=limits, **app_kwargs)
+    if options is None:
+        kwargs.setdefault("busy_poll", 0.0)
+    app = create_app(target, options, env_kwargs=env_kwargs, **kwargs)
     sock = listening_socket(host, port or 0)
     url = base_url(host, sock.getsockname()[1])
     background = _BackgroundServer(
-        uvicorn_config(app, host=host, port=port or 0, limits=limits, **(uvicorn_kwargs or {})),
+        uvicorn_config(app, host=host, port=port or 0, **(uvicorn_kwargs or {})),
         drain_timeout=5.0,
     )
     thread = threading.Thread(

@@ -68,10 +68,16 @@ def _observation_schema(source: EnvSource, title: str) -> dict:
     }
 
 
-def gym_schema_document(source: EnvSource) -> dict:
+#: The MCP tools every Gymnasium env (and PettingZoo seat) is served with.
+BUILT_IN_TOOLS = ("act", "observe", "legal_actions")
+
+
+def gym_schema_document(source: EnvSource, extensions: dict[str, Any] | None = None) -> dict:
     """The ``/schema`` response of a Gymnasium env (or a PettingZoo game's seat
     view): ``action``, ``observation``, ``reset_observation``, ``state``, and the
-    extensions the server offers under :data:`~openenv_gym.protocol.EXTENSION_KEY`.
+    extensions the server offers under :data:`~openenv_gym.protocol.EXTENSION_KEY`
+    (``extensions``: those of its kind, such as a game's ``multiagent`` entry); its MCP
+    tools are the built-in ones and ``source.tools``.
 
     (An env with OpenEnv's own schemas, a :class:`~openenv_gym.fields.FieldsEnv`,
     publishes those instead.)
@@ -110,10 +116,11 @@ def gym_schema_document(source: EnvSource) -> dict:
             "render_mode": source.render_mode,
             "metadata": jsonable(source.env_metadata),
             "max_episode_steps": source.max_episode_steps,
-            **({"multiagent": source.multiagent.describe()} if source.multiagent else {}),
+            **(extensions or {}),
             "vector": {"path": VECTOR_PATH, "version": VECTOR_VERSION},
             "text": {"version": TEXT_VERSION, "query": "text=1"},
-            "mcp": {"version": MCP_VERSION, "path": "/mcp", "tools": ["act", "observe", "legal_actions"]},
+            "mcp": {"version": MCP_VERSION, "path": "/mcp",
+                    "tools": [*BUILT_IN_TOOLS, *(t.name for t in source.tools)]},
             "attributes": {"version": ATTRIBUTES_VERSION},
         },
     }

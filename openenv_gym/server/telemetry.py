@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..protocol import ClientMessage, Codec, ErrorReply, Reset, ServerMessage
@@ -24,6 +25,7 @@ from ..protocol.validation import (
     MAX_SECRET_CHARS,
     MIN_SECRET_CHARS,
     RECORDED_OPERATIONS,
+    VALIDATION_MESSAGES,
     ValidationOpen,
     ValidationOpened,
     ValidationRead,
@@ -32,7 +34,10 @@ from ..protocol.validation import (
     trajectory_record,
 )
 
-__all__ = ["SessionTelemetry", "telemetry_token", "TOKEN_VARIABLE", "MAX_RECORDS", "MAX_STEPS", "MAX_BYTES"]
+__all__ = [
+    "SessionTelemetry", "Recorded", "Answer", "telemetry_token", "TOKEN_VARIABLE", "MAX_RECORDS", "MAX_STEPS",
+    "MAX_BYTES",
+]
 
 #: The environment variable holding the server's validation token (upstream's name).
 TOKEN_VARIABLE = "OPENENV_VALIDATION_TOKEN"
@@ -133,3 +138,31 @@ class SessionTelemetry:
             # Every seed a reset carries goes to the env's reset(seed=...).
             requested = message.seed is not None
             self._seed = {"requested": requested, "accepted": requested, "value": message.seed}
+
+
+#: How a connection's messages are answered: ``answer(message, decoded)`` is the reply
+#: (``None`` for a JSON-RPC notification); ``decoded`` is the frame as it was decoded.
+Answer = Callable[[ClientMessage, Any], Awaitable["ServerMessage | None"]]
+
+
+class Recorded:
+    """A connection's :data:`Answer` with session telemetry around it: ``validation_*``
+    messages are the telemetry's to answer, every other one goes to ``answer`` and, once
+    the telemetry is opened, its exchange is recorded. Chosen once per connection, on a
+    route with telemetry and a server with a validation token, so that the message loop
+    of every other connection knows nothing of it."""
+
+    def __init__(self, telemetry: SessionTelemetry, answer: Answer, codec: Codec) -> None:
+        self.telemetry = telemetry
+        self.answer = answer
+        self.codec = codec
+
+    async def __call__(self, message: ClientMessage, decoded: Any) -> ServerMessage | None:
+        telemetry = self.telemetry
+        if message.type in VALIDATION_MESSAGES:
+            return telemetry.answer(message)
+        telemetry.started = True
+        reply = await self.answer(message, decoded)
+        if reply is not None and telemetry.recording:
+            telemetry.record(message, decoded, reply, self.codec)
+        return reply

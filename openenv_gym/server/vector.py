@@ -32,8 +32,9 @@ from ..errors import ErrorCode, ProtocolError
 from ..protocol import ClientMessage, Codec, Render, ServerMessage, validation_error
 from ..protocol import vector as wire
 from .backends import AUTO, BACKENDS, CHOICES, VectorBackend, choose
+from .execution import EnvCaller
 from .routes import Opening, Route
-from .session import EnvCaller, EnvHost
+from .session import EnvHost
 from .source import EnvSource
 
 __all__ = ["VectorSession", "VectorRoute", "VectorBackend", "StepClock", "SLOW_ENV_STEP"]

@@ -38,9 +38,10 @@ from openenv_gym.protocol import (
     parse_message,
 )
 from openenv_gym.protocol import vector as wire
+from openenv_gym.server.execution import EnvCaller
 from openenv_gym.server.resolve import resolve
 from openenv_gym.server.routes import Opening, Route, WsRoute
-from openenv_gym.server.session import EnvCaller, EnvHost
+from openenv_gym.server.session import EnvHost
 from openenv_gym.server.vector import StepClock, VectorRoute
 from tests.parity import assert_same
 

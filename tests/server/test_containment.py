@@ -24,8 +24,9 @@ import pytest
 import openenv_gym
 from openenv_gym.errors import ExecutionError, ProtocolError
 from openenv_gym.protocol import Reset, Step, codec_for
+from openenv_gym.server.execution import EnvCaller, HungCalls
 from openenv_gym.server.resolve import resolve
-from openenv_gym.server.session import EnvCaller, HungCalls, Session
+from openenv_gym.server.session import Session
 from tests.conftest import (
     ServerProcesses,
     free_port,
@@ -100,7 +101,9 @@ def test_a_call_on_a_thread_whose_client_left_is_abandoned_and_holds_its_slot_un
 
 
 def test_the_idle_reaper_kills_an_env_process_in_the_middle_of_a_call():
-    with serving("--session-timeout", "1") as served, ws(served.url) as sock:
+    # The idle clock runs from the reset too, through the env process's start, which
+    # takes seconds on a loaded machine: the timeout leaves room for it.
+    with serving("--session-timeout", "5") as served, ws(served.url) as sock:
         pid = _spinning(served, sock)
         reply = json.loads(sock.recv(timeout=10))
         assert reply["type"] == "error" and "without a message" in reply["data"]["message"]
@@ -196,7 +199,7 @@ def test_a_memory_cap_needs_process_isolation():
 
 def _crashing_session(hung: HungCalls) -> Session:
     """A ``/ws`` session whose env, in a process of its own, aborts in its first step."""
-    return Session(resolve(CrashingEnv, crash_at=1), codec=codec_for(None), caller=EnvCaller("process", hung=hung))
+    return Session(resolve(CrashingEnv, {"crash_at": 1}), codec=codec_for(None), caller=EnvCaller("process", hung=hung))
 
 
 def test_a_session_that_is_ending_gets_no_fresh_env_when_its_env_crashes():
@@ -220,7 +223,7 @@ def test_a_session_cancelled_while_its_crashed_env_is_rebuilt_has_the_new_proces
         session = _crashing_session(hung)
         await session.start()
         await session.respond(Reset(seed=0))
-        before = grandchildren(os.getpid())
+        before, running = grandchildren(os.getpid()), asyncio.all_tasks()
         stepping = asyncio.ensure_future(session.respond(Step({"action": 0})))
         for _ in range(5000):  # until the crash handler has begun the rebuild (10 s at most)
             if session.env is None:
@@ -230,7 +233,10 @@ def test_a_session_cancelled_while_its_crashed_env_is_rebuilt_has_the_new_proces
         with pytest.raises(asyncio.CancelledError):
             await stepping
         await session.close()  # as the hosting core does; the build goes on, abandoned
-        for _ in range(500):  # until the build returns (10 s at most)
+        started = asyncio.all_tasks() - running - {asyncio.current_task()}
+        if started:  # until the abandoned build returns (15 s at most: a process starts slowly when loaded)
+            await asyncio.wait(started, timeout=15)
+        for _ in range(500):  # and any call it left behind (10 s at most)
             if not len(hung):
                 break
             await asyncio.sleep(0.02)

@@ -4,7 +4,7 @@ A server-side session is driven directly, the way the hosting core drives it
 (``await session.start()``, then ``await session.respond(message)``), with
 its env calls inline and no uvicorn: a ``/ws`` session of a Gymnasium env, of
 a :class:`~openenv_gym.fields.FieldsEnv`, and a PettingZoo game on
-``/agents``; and how an :class:`~openenv_gym.server.session.EnvCaller` runs
+``/agents``; and how an :class:`~openenv_gym.server.execution.EnvCaller` runs
 env calls. ``/vector`` sessions are in ``tests/server/test_vector.py``.
 """
 
@@ -37,10 +37,11 @@ from openenv_gym.protocol import (
 )
 from openenv_gym.protocol import agents as agents_data
 from openenv_gym.protocol import gym as gym_data
+from openenv_gym.server.execution import EnvCaller
 from openenv_gym.server.fields import FieldsSession
 from openenv_gym.server.multiagent import AgentsSession
 from openenv_gym.server.resolve import resolve
-from openenv_gym.server.session import EnvCaller, EnvHost, Session
+from openenv_gym.server.session import EnvHost, Session
 from tests.envs import CompositeEnv
 from tests.parity import assert_same
 
@@ -72,7 +73,7 @@ async def started(session: EnvHost) -> Any:
 
 def gym_session(env: Any, codec: str = "msgpack", **make_kwargs: Any) -> Session:
     """A ``/ws`` session of ``env`` (resolved as ``create_app`` resolves it), env calls inline."""
-    source = resolve(env, **make_kwargs)
+    source = resolve(env, make_kwargs)
     return source.session_type(source, codec=codec_for(CODECS[codec]), caller=EnvCaller("inline"))
 
 
@@ -297,7 +298,7 @@ def test_an_aec_game_session_steps_the_agent_to_act_like_the_local_game(codec):
 
     async def scenario() -> None:
         session = await started(agents_session("pettingzoo.classic.connect_four_v3", "aec", codec))
-        game_spaces = session.multiagent.observation_spaces
+        game_spaces = session.game.observation_spaces
         assert (await refusal(session, Step({"action": 3}))).code is ErrorCode.EXECUTION_ERROR
         local = connect_four_v3.env()
         local.reset(seed=0)
@@ -326,7 +327,7 @@ def test_a_parallel_game_session_steps_every_agent_like_the_local_game(codec):
 
     async def scenario() -> None:
         session = await started(agents_session("pettingzoo.classic.rps_v2", "parallel", codec))
-        game_spaces = session.multiagent.observation_spaces
+        game_spaces = session.game.observation_spaces
         local = rps_v2.parallel_env()
         local.reset(seed=1)
         await answer(session, Reset(seed=1))
@@ -364,10 +365,10 @@ def test_a_game_asked_for_through_an_unknown_api_is_a_factory_error():
 def test_env_caller_promotes_calls_that_were_only_preempted(monkeypatch):
     """On a busy machine a fast call on the thread can take long by the clock: where the
     thread's usage shows it neither computed nor blocked that long, it counts as fast."""
-    from openenv_gym.server import session as session_module
+    from openenv_gym.server import execution as execution_module
 
     async def scenario(usage):
-        monkeypatch.setattr(session_module, "_thread_usage", usage)
+        monkeypatch.setattr(execution_module, "_thread_usage", usage)
         caller = EnvCaller("auto", inline_threshold=0.05, promote_after=3)
         for _ in range(3):
             await caller(time.sleep, 0.1)  # as long as a preemption, on the thread
@@ -379,7 +380,7 @@ def test_env_caller_promotes_calls_that_were_only_preempted(monkeypatch):
     assert not asyncio.run(scenario(lambda: None))  # usage unknown: the clock decides
     # (the real usage: sleeping is a voluntary switch, so the call blocked)
     monkeypatch.undo()
-    assert not asyncio.run(scenario(session_module._thread_usage))
+    assert not asyncio.run(scenario(execution_module._thread_usage))
 
 
 def test_env_caller_promotes_fast_calls_and_demotes_slow_ones():

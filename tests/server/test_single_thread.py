@@ -24,8 +24,8 @@ import pytest
 
 import openenv_gym
 from openenv_gym.errors import ExecutionError
+from openenv_gym.server.execution import SINGLE_THREAD_NAME
 from openenv_gym.server.resolve import uses_pygame
-from openenv_gym.server.session import SINGLE_THREAD_NAME
 from tests.envs import CompositeEnv, SlowEnv
 
 pettingzoo = pytest.importorskip("pettingzoo")

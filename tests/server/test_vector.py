@@ -18,8 +18,8 @@ import openenv_gym
 from openenv_gym.errors import ErrorCode, ProtocolError
 from openenv_gym.protocol import JSON_SUBPROTOCOL, MSGPACK_SUBPROTOCOL, Render, codec_for, parse_message
 from openenv_gym.protocol import vector as wire
+from openenv_gym.server.execution import EnvCaller
 from openenv_gym.server.resolve import resolve
-from openenv_gym.server.session import EnvCaller
 from openenv_gym.server.vector import VectorRoute, VectorSession
 from tests.envs import CompositeEnv, SlowEnv
 from tests.parity import assert_same, run_parity
@@ -128,7 +128,7 @@ def test_cli_takes_a_vector_backend():
 def vector_session(env: Any, num_envs: int, autoreset: AutoresetMode, codec: str, **make_kwargs: Any) -> VectorSession:
     """A ``/vector`` session of ``num_envs`` envs in this process, env calls inline."""
     return VectorSession(
-        resolve(env, **make_kwargs), num_envs=num_envs, autoreset=autoreset, backend="sync",
+        resolve(env, make_kwargs), num_envs=num_envs, autoreset=autoreset, backend="sync",
         codec=codec_for(CODECS[codec]), caller=EnvCaller("inline"),
     )
 
