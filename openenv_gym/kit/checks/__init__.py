@@ -47,8 +47,8 @@ any check FAILs or ERRORs, else 0.
 
 One module per concept:
 
-* :mod:`.play`: episodes played over the wire (:func:`~.play.play`, :class:`~.play.Episode`)
-  and the policies the checks play;
+* :mod:`.play`: episodes played over the wire (:func:`~.play.play`,
+  :class:`~.play.RecordedEpisode`) and the policies the checks play;
 * :mod:`.declared`: what a server is held to (:class:`~.declared.Declared`): a package's
   declarations and kit, or what a server at a URL lets us know;
 * :mod:`.checker`: the server under check (:class:`~.checker.Checker`) and a check's finding
@@ -65,8 +65,8 @@ from .checker import Checker as Checker
 from .checker import Result
 from .declared import Declared as Declared
 from .learnability import LEARNING_EPISODES
-from .play import Episode
-from .play import Step as Step
+from .play import RecordedEpisode
+from .play import RecordedStep as RecordedStep
 from .play import play as play
 from .run import ALL_CHECKS as ALL_CHECKS
 from .run import URL_SKIPS as URL_SKIPS
@@ -76,4 +76,4 @@ from .run import main, run_checks, verdict
 from .run import server_fault as server_fault
 from .run import table as table
 
-__all__ = ["Result", "Episode", "run_checks", "main", "verdict", "LEARNING_EPISODES"]
+__all__ = ["Result", "RecordedEpisode", "run_checks", "main", "verdict", "LEARNING_EPISODES"]

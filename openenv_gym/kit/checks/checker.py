@@ -24,7 +24,7 @@ import gymnasium as gym
 from .. import mean_returns
 from ..remote import ServerFacts, session
 from .declared import Declared
-from .play import Episode, Policy, Step, play, scripted
+from .play import Policy, RecordedEpisode, RecordedStep, play, scripted
 
 
 @dataclass
@@ -59,7 +59,7 @@ class Checker:
         self.facts = facts
         self.rewards_seen: list[tuple[str, float]] = []
         self.returns_seen: list[tuple[str, float]] = []
-        self.steps_seen: list[Step] = []
+        self.steps_seen: list[RecordedStep] = []
         #: At a URL, what found the observed top (the learner, a probe).
         self.observed_by: str | None = None
 
@@ -71,7 +71,7 @@ class Checker:
     def episode(
         self, policy_for: Callable[[gym.Env], Policy], *, seed: int, label: str, url: str | None = None,
         max_steps: int = 1000,
-    ) -> Episode:
+    ) -> RecordedEpisode:
         with self.session(url) as env:
             result = play(env, policy_for(env), seed=seed, max_steps=max_steps)
         self.rewards_seen.extend((label, r) for r in result.rewards)
@@ -88,7 +88,7 @@ class Checker:
         best = max(means, key=means.__getitem__)
         return next(t for t in self.kit.canaries if t["name"] == best and t["reset"]["seed"] == self.kit.seed)
 
-    def replay(self, trajectory: dict, *, url: str | None = None) -> Episode:
+    def replay(self, trajectory: dict, *, url: str | None = None) -> RecordedEpisode:
         """``trajectory`` played again, as far as it was recorded."""
         return self.episode(
             lambda env: scripted(env.action_space, trajectory["actions"]),

@@ -26,7 +26,7 @@ from ... import spaces
 from ...errors import OpenEnvGymError, ValidationError
 from ..remote import outside_schema
 from .checker import Checker, Result
-from .play import Step, _constant, _digest
+from .play import RecordedStep, _constant, _digest
 
 #: Distinct actions the repeated-action probe tries.
 REPEATED_ACTIONS = 16
@@ -215,7 +215,7 @@ def info_reward(checker: Checker) -> Result:
     """Over every step played so far: the same observation and action must not pay differently
     according to a field of ``info`` the agent saw (the reward would follow what ``info`` shows,
     not what the agent observes and does)."""
-    groups: dict[tuple[str, str], list[Step]] = {}
+    groups: dict[tuple[str, str], list[RecordedStep]] = {}
     for step in checker.steps_seen:
         groups.setdefault((step.observation, step.action), []).append(step)
     varying = [steps for steps in groups.values() if len({s.reward for s in steps}) > 1]
@@ -341,7 +341,7 @@ def _range_text(reward_range: tuple[float, float] | None) -> str:
     return "(no declared range)" if reward_range is None else f"[{reward_range[0]:g}, {reward_range[1]:g}]"
 
 
-def _separates(key: str, steps: list[Step]) -> bool:
+def _separates(key: str, steps: list[RecordedStep]) -> bool:
     """``True`` when ``info[key]`` takes several values over ``steps`` and each value comes with one reward."""
     if not all(key in s.info for s in steps):
         return False

@@ -1,10 +1,10 @@
 """Episodes played over the wire, as the checks record them, and the policies they play.
 
 :func:`play` runs one episode of a policy on a session (a :class:`~openenv_gym.RemoteEnv`)
-and gives an :class:`Episode`: its rewards, a digest of everything the agent saw (two
-episodes with one digest are the same episode: what ``runtime.episode_determinism``
-compares) and each :class:`Step` as the agent saw it (what ``hacking.info_reward`` looks
-back over). A policy is ``policy(observation, info, mask) -> action``, as in
+and gives a :class:`RecordedEpisode`: its rewards, a digest of everything the agent saw
+(two episodes with one digest are the same episode: what ``runtime.episode_determinism``
+compares) and each :class:`RecordedStep` as the agent saw it (what ``hacking.info_reward``
+looks back over). A policy is ``policy(observation, info, mask) -> action``, as in
 :mod:`~openenv_gym.kit.policies`: recorded actions (:func:`scripted`), one action repeated,
 a random legal one.
 
@@ -40,7 +40,7 @@ Policy = Callable[[Any, dict, Any], Any]
 
 
 @dataclass
-class Step:
+class RecordedStep:
     """One step as the agent saw it: the observation and ``info`` before it, the action, the reward."""
 
     observation: str  # a digest
@@ -50,14 +50,14 @@ class Step:
 
 
 @dataclass
-class Episode:
+class RecordedEpisode:
     """What one episode over the wire gave: rewards, a digest of every observation and info,
     and its steps."""
 
     rewards: list[float]
     digest: str
     ended: bool
-    steps: list[Step] = field(default_factory=list)
+    steps: list[RecordedStep] = field(default_factory=list)
     actions: list[Any] = field(default_factory=list)
 
     @property
@@ -82,7 +82,7 @@ def _action_key(action: Any) -> str:
 
 
 def play(env: gym.Env, policy: Policy, *, seed: int, max_steps: int = 1000,
-         max_seconds: float | None = None) -> Episode:
+         max_seconds: float | None = None) -> RecordedEpisode:
     """One episode of ``policy`` on ``env`` (a :class:`~openenv_gym.RemoteEnv`), cut after
     ``max_steps`` steps or, when given, ``max_seconds`` seconds (a slow server's)."""
     deadline = math.inf if max_seconds is None else time.monotonic() + max_seconds
@@ -90,22 +90,23 @@ def play(env: gym.Env, policy: Policy, *, seed: int, max_steps: int = 1000,
     obs, info = env.reset(seed=seed)
     digest.update(_digest(obs, info))
     rewards: list[float] = []
-    steps: list[Step] = []
+    steps: list[RecordedStep] = []
     actions: list[Any] = []
     for _ in range(max_steps):
         action = policy(obs, info, action_mask(obs, info))
         actions.append(action)
-        seen = Step(hashlib.sha256(_digest(obs)).hexdigest(), _scalars(info), _digest(action).decode(), 0.0)
+        observed = hashlib.sha256(_digest(obs)).hexdigest()
+        seen = RecordedStep(observed, _scalars(info), _digest(action).decode(), 0.0)
         obs, reward, terminated, truncated, info = env.step(action)
         seen.reward = float(reward)
         steps.append(seen)
         rewards.append(float(reward))
         digest.update(_digest(obs, float(reward), bool(terminated), bool(truncated), info))
         if terminated or truncated:
-            return Episode(rewards, digest.hexdigest(), True, steps, actions)
+            return RecordedEpisode(rewards, digest.hexdigest(), True, steps, actions)
         if time.monotonic() > deadline:
             break
-    return Episode(rewards, digest.hexdigest(), False, steps, actions)
+    return RecordedEpisode(rewards, digest.hexdigest(), False, steps, actions)
 
 
 def _scalars(info: dict) -> dict[str, Any]:
