@@ -4,7 +4,7 @@
 
 ``gym.make("openenv/Chess-v0")`` starts the built-in chess server (upstream
 OpenEnv's chess_env schema, on python-chess) in a child process and wraps it in
-the AlphaZero codec: ``Discrete(4672)`` actions, ``(8, 8, 111)`` board planes
+the AlphaZero view: ``Discrete(4672)`` actions, ``(8, 8, 111)`` board planes
 and ``action_masks()``, which MaskablePPO uses to play only legal moves. The
 agent plays white; the server plays black with uniformly random legal moves.
 
@@ -55,7 +55,7 @@ from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 from torch import nn
 
 import openenv_gym  # noqa: F401  (registers the openenv/... ids)
-from openenv_gym.chess_codec import ACTIONS, encode_move
+from openenv_gym.catalog.alphazero import ACTIONS, encode_move
 
 #: Material values of the pieces, in pawns.
 VALUES = {chess.PAWN: 1, chess.KNIGHT: 3, chess.BISHOP: 3, chess.ROOK: 5, chess.QUEEN: 9}
@@ -76,7 +76,7 @@ def material(board: chess.Board, color: chess.Color) -> int:
 class MaterialReward(gym.Wrapper):
     """Adds ``scale`` x the change in the agent's material balance to each step's reward.
 
-    It reads the position from the codec's ``board``; the balance after the
+    It reads the position from the view's ``board``; the balance after the
     opponent's reply counts, so a piece left hanging costs what it loses.
     """
 

@@ -107,7 +107,7 @@ def play_chess() -> None:
     except ImportError:
         print("chess: python-chess not installed (pip install 'openenv-gym[chess]') - skipped")
         return
-    env = gym.make("openenv/Chess-v0", codec="raw")  # starts the built-in server in a child process
+    env = gym.make("openenv/Chess-v0", view="raw")  # starts the built-in server in a child process
     rng = np.random.default_rng(0)
     obs, info = env.reset(seed=0)
     moves, terminated, truncated, reward = 0, False, False, 0.0

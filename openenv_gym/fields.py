@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from . import spaces
-from .protocol.mcp import ToolResult, ToolSpec, tool_not_found
+from .protocol.mcp import McpToolResult, ToolSpec, tool_not_found
 from .protocol.messages import Problems, error_entry, invalid
 
 __all__ = ["FieldsEnv", "FieldsObservation", "model_schema", "validate_action", "BASE_STATE_DESCRIPTION"]
@@ -192,7 +192,7 @@ class FieldsEnv(abc.ABC):
     def close(self) -> None:  # noqa: B027 - optional: most envs hold nothing to release
         """Release what the env holds."""
 
-    def call_tool(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+    def call_tool(self, name: str, arguments: dict[str, Any]) -> McpToolResult:
         """Run one of :attr:`tools` with the arguments a client sent (unchecked); raise
         :class:`~openenv_gym.errors.ToolCallError` for a call that fails, with OpenEnv's error type."""
         raise tool_not_found(name)

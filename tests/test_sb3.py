@@ -45,7 +45,7 @@ class _no_sb3_warnings:
         assert not messages, messages
 
 
-def test_sb3_check_env_passes_on_chess_codec():
+def test_sb3_check_env_passes_on_the_alphazero_chess_view():
     pytest.importorskip("chess")
     env = gym.make("openenv/Chess-v0")
     try:

@@ -3,7 +3,7 @@
     >>> import gymnasium as gym
     >>> import openenv_gym
     >>> env = gym.make("openenv/Chess-v0")                       # doctest: +SKIP
-    >>> env = gym.make("openenv/Chess-v0", codec="raw")          # doctest: +SKIP
+    >>> env = gym.make("openenv/Chess-v0", view="raw")           # doctest: +SKIP
     >>> env = gym.make("openenv/Chess-v0", base_url="http://127.0.0.1:8000")  # doctest: +SKIP
     >>> [entry.id for entry in openenv_gym.list_envs()][:2]
     ['openenv/Chess-v0', 'openenv/Connect4-v0']
@@ -25,12 +25,12 @@ Where the server comes from, first match wins:
    them (``gym.make("openenv/Atari-v0", game="breakout")``,
    ``gym.make("openenv/OpenSpiel-v0", game="tic_tac_toe")``).
 
-``codec=`` picks how the env looks to the agent. ``"raw"`` is the server's named
+``view=`` picks how the env looks to the agent. ``"raw"`` is the server's named
 fields through the entry's exact view of upstream's schema
 (:attr:`CatalogEntry.observation_fields` / ``action_fields`` over what
 :func:`~openenv_gym.spaces.infer_view` infers: ``Discrete(4)`` for the maze's
-moves with ``info["action_mask"]``, an ``(8, 2)`` board ...); other codecs wrap
-it (Chess: ``"alphazero"``, its default). The other keywords of ``gym.make`` go
+moves with ``info["action_mask"]``, an ``(8, 2)`` board ...); other views wrap
+it (Chess: ``"alphazero"``, its default, :mod:`~openenv_gym.catalog.alphazero`). The other keywords of ``gym.make`` go
 to :class:`~openenv_gym.RemoteEnv` (``observation_fields=`` / ``action_fields=``
 override the view field by field).
 """
@@ -56,7 +56,7 @@ _BY_NAME = {entry.name.lower(): entry for entry in CATALOG}
 
 
 def list_envs() -> list[CatalogEntry]:
-    """Every catalog entry: ``id``, ``upstream`` env, ``server_source()``, codecs."""
+    """Every catalog entry: ``id``, ``upstream`` env, ``server_source()``, views."""
     return list(CATALOG)
 
 
@@ -89,12 +89,13 @@ class EmbeddedRemoteEnv(RemoteEnv):
             self.server.stop()
 
 
-def _codec(entry: CatalogEntry, codec: str | None) -> str:
-    codec = codec or entry.default_codec
-    if codec != "raw" and codec not in entry.codecs:
-        choices = ", ".join(["raw", *entry.codecs])
-        raise OpenEnvGymError(f"{entry.id} has no codec {codec!r}; choose one of {choices}")
-    return codec
+def _view(entry: CatalogEntry, view: str | None) -> str:
+    """The name of the view ``view=`` picks (the entry's default when not given)."""
+    view = view or entry.default_view
+    if view != "raw" and view not in entry.views:
+        choices = ", ".join(["raw", *entry.views])
+        raise OpenEnvGymError(f"{entry.id} has no view {view!r}; choose one of {choices}")
+    return view
 
 
 def _configure(entry: CatalogEntry, keywords: dict[str, Any]) -> dict[str, Any]:
@@ -175,7 +176,7 @@ def make(
     name: str,
     *,
     base_url: str | None = None,
-    codec: str | None = None,
+    view: str | None = None,
     server_kwargs: dict[str, Any] | None = None,
     package: str | os.PathLike[str] | None = None,
     python: str | None = None,
@@ -183,15 +184,15 @@ def make(
 ) -> gym.Env:
     """The entry point of every catalog id (see the module docstring)."""
     entry = get(name)
-    codec = _codec(entry, codec)
+    view = _view(entry, view)
     settings = _configure(entry, remote_kwargs)
     url, server = _server(entry, base_url, server_kwargs, settings, 1, package, python)
     remote_kwargs = _viewed(entry, remote_kwargs)
     env: gym.Env = RemoteEnv(url, **remote_kwargs) if server is None else EmbeddedRemoteEnv(server, **remote_kwargs)
-    if codec == "raw":
+    if view == "raw":
         return env
     try:
-        return import_path(entry.codecs[codec])(env)
+        return import_path(entry.views[view])(env)
     except BaseException:
         env.close()
         raise
@@ -216,7 +217,7 @@ def make_vec(
     *,
     num_envs: int,
     base_url: str | None = None,
-    codec: str | None = None,
+    view: str | None = None,
     server_kwargs: dict[str, Any] | None = None,
     package: str | os.PathLike[str] | None = None,
     python: str | None = None,
@@ -228,20 +229,20 @@ def make_vec(
     ``gym.make_vec("openenv/Chess-v0", num_envs=8, vectorization_mode="vector_entry_point")``
     gives ``num_envs`` sessions on one server (resolved as for :func:`make`; an embedded
     server is shared by all of them and stops when the vector env closes). With
-    ``codec="raw"`` it is a :class:`~openenv_gym.RemoteVectorEnv` (``remote_kwargs`` go
-    to it); with a codec it is a ``SyncVectorEnv`` of codec-wrapped
+    ``view="raw"`` it is a :class:`~openenv_gym.RemoteVectorEnv` (``remote_kwargs`` go
+    to it); with another view it is a ``SyncVectorEnv`` of view-wrapped
     :class:`~openenv_gym.RemoteEnv` s (``remote_kwargs`` go to each).
     """
     entry = get(name)
-    codec = _codec(entry, codec)
+    view = _view(entry, view)
     settings = _configure(entry, remote_kwargs)
     url, server = _server(entry, base_url, server_kwargs, settings, num_envs, package, python)
     remote_kwargs = _viewed(entry, remote_kwargs)
     try:
-        if codec == "raw":
+        if view == "raw":
             vec: VectorEnv = RemoteVectorEnv(url, num_envs, autoreset_mode=autoreset_mode, **remote_kwargs)
         else:
-            wrap = import_path(entry.codecs[codec])
+            wrap = import_path(entry.views[view])
             vec = SyncVectorEnv(
                 [lambda: wrap(RemoteEnv(url, **remote_kwargs))] * num_envs,
                 autoreset_mode=autoreset_mode,

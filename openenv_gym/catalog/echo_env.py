@@ -42,7 +42,7 @@ from ..fields import (
     model_schema,
     validate_action,
 )
-from ..protocol.mcp import ToolResult, ToolSpec, tool_error_data
+from ..protocol.mcp import McpToolResult, ToolSpec, tool_error_data
 from ..protocol.messages import Problems
 from ..spaces._common import quoted
 
@@ -194,7 +194,7 @@ class EchoEnvironment(FieldsEnv):
             {"tool_name": name, "result": result.to_wire(spec=False), "error": None}, reward=None
         )
 
-    def call_tool(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+    def call_tool(self, name: str, arguments: dict[str, Any]) -> McpToolResult:
         """A tool call through MCP (``tools/call`` on a session), counted as a step."""
         self.step_count += 1
         return call_tool(name, arguments)
@@ -221,15 +221,15 @@ def _classify(message: str) -> str:
     return "execution_error"
 
 
-def call_tool(name: str, arguments: dict[str, Any]) -> ToolResult:
+def call_tool(name: str, arguments: dict[str, Any]) -> McpToolResult:
     """The result of tool ``name``, as FastMCP makes it of the tool function's value;
     raises :class:`~openenv_gym.errors.ToolCallError`."""
     if name not in _TOOLS_BY_NAME:
         raise _failure(f"Unknown tool: {quoted(name)}")
     message = _check_arguments(name, arguments)
     if name == "echo_message":
-        return ToolResult.of_value(message)
-    return ToolResult.of_value({"message": message, "length": len(message)})
+        return McpToolResult.of_value(message)
+    return McpToolResult.of_value({"message": message, "length": len(message)})
 
 
 def _check_arguments(name: str, arguments: dict[str, Any]) -> str:

@@ -15,7 +15,7 @@ __all__ = ["CatalogEntry", "Setting", "import_path"]
 
 
 def import_path(path: str) -> Any:
-    """The object at ``"module:attribute"`` (a server factory or a codec wrapper)."""
+    """The object at ``"module:attribute"`` (a server factory or a view's wrapper)."""
     return load_env_creator(path)
 
 
@@ -37,11 +37,12 @@ class CatalogEntry:
     ``upstream`` is the env's package in upstream OpenEnv's ``envs/``; ``server`` the
     ``"module:Class"`` path of the built-in server env (``None`` when the env needs a server
     you run); ``requires`` the modules it imports and ``extra`` the extra that installs them;
-    ``codecs`` maps codec names to ``"module:Wrapper"`` paths (``"raw"`` is always there and
-    means the plain :class:`~openenv_gym.RemoteEnv`).
+    ``views`` maps the names of the ways the env can look to the agent (``gym.make``'s
+    ``view=``) to ``"module:Wrapper"`` paths (``"raw"`` is always there and means the plain
+    :class:`~openenv_gym.RemoteEnv`); ``default_view`` is the one ``gym.make`` picks.
 
     ``observation_fields`` / ``action_fields`` are the exact view of upstream's schema the
-    ``raw`` codec uses: per-field overrides of what a client infers
+    ``raw`` view uses: per-field overrides of what a client infers
     (:func:`~openenv_gym.spaces.infer_view`; JSON Schemas of the fields, ``...`` or
     ``None``), written from upstream's models and checked against captures of its servers.
     ``settings`` are the ``gym.make`` keywords that configure the server
@@ -54,8 +55,8 @@ class CatalogEntry:
     server: str | None = None
     requires: tuple[str, ...] = ()
     extra: str | None = None
-    codecs: dict[str, str] = field(default_factory=dict)
-    default_codec: str = "raw"
+    views: dict[str, str] = field(default_factory=dict)
+    default_view: str = "raw"
     observation_fields: Mapping[str, Any] = field(default_factory=dict)
     action_fields: Mapping[str, Any] = field(default_factory=dict)
     settings: Mapping[str, Setting] = field(default_factory=dict)
@@ -99,5 +100,5 @@ class CatalogEntry:
         return None if self.server is None else self.builtin_server().schema_document()
 
     def view(self) -> dict[str, Any]:
-        """The :class:`~openenv_gym.RemoteEnv` keywords of the exact view (codec ``raw``)."""
+        """The :class:`~openenv_gym.RemoteEnv` keywords of the exact view (the ``raw`` view)."""
         return {"observation_fields": dict(self.observation_fields), "action_fields": dict(self.action_fields)}

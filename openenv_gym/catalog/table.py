@@ -78,8 +78,8 @@ CATALOG: tuple[CatalogEntry, ...] = (
         "Chess against a random (default), moonfish or no opponent; UCI moves",
         server="openenv_gym.catalog.chess_env:ChessEnvironment",
         requires=("chess",), extra="chess",
-        codecs={"alphazero": "openenv_gym.chess_codec:AlphaZeroChess"},
-        default_codec="alphazero",
+        views={"alphazero": "openenv_gym.catalog.alphazero:AlphaZeroChess"},
+        default_view="alphazero",
     ),
     CatalogEntry(
         "Connect4", "connect4_env",

@@ -31,7 +31,7 @@ servers send, a dump of FastMCP's objects: tools with every field of MCP's
 specification's (``spec=True``) is what MCP clients read: ``structuredContent``
 and ``isError``.
 
-    >>> result = ToolResult.of_value({"reward": 1.0})
+    >>> result = McpToolResult.of_value({"reward": 1.0})
     >>> result.to_wire(spec=True)
     {'content': [{'type': 'text', 'text': '{"reward":1.0}'}], 'structuredContent': {'reward': 1.0}, 'isError': False}
 
@@ -81,7 +81,7 @@ __all__ = [
     "SESSION_HEADER",
     "VERSION_HEADER",
     "ToolSpec",
-    "ToolResult",
+    "McpToolResult",
     "tool_failure",
     "tool_error_data",
     "initialize_result",
@@ -283,7 +283,7 @@ class ToolSpec:
 
 
 @dataclass(frozen=True)
-class ToolResult:
+class McpToolResult:
     """What a tool call returned: ``text`` for a model, ``structured`` content for
     programs, and ``data``, the value itself (what ``MCPToolClient.call_tool`` returns)."""
 
@@ -293,7 +293,7 @@ class ToolResult:
     meta: dict[str, Any] | None = None
 
     @classmethod
-    def of_value(cls, value: Any) -> ToolResult:
+    def of_value(cls, value: Any) -> McpToolResult:
         """The result of a tool function that returned ``value``, as FastMCP makes it: an
         object is its own structured content, anything else is wrapped as ``{"result":
         value}``; the text is a string as it is, anything else compact JSON."""
@@ -385,7 +385,7 @@ def tools_observation(tools: Iterable[ToolSpec]) -> Observation:
 
 
 def tool_observation(
-    name: str, result: ToolResult | ToolCallError, *, reward: float | None, done: bool
+    name: str, result: McpToolResult | ToolCallError, *, reward: float | None, done: bool
 ) -> Observation:
     """The observation answering a ``call_tool`` step (OpenEnv's ``CallToolObservation``):
     the result in OpenEnv's dialect, or the error, with the step's ``reward`` and ``done``."""

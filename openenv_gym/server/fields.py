@@ -22,7 +22,7 @@ from ..protocol import (
 )
 from .session import Session, env_error
 from .source import EnvSource
-from .tools import Tool, env_tool
+from .tools import ServedTool, env_tool
 
 __all__ = ["FieldsSource", "FieldsSession"]
 
@@ -54,7 +54,7 @@ class FieldsSession(Session):
     def state(self) -> dict:
         return jsonable(self._env().state())
 
-    def toolbox(self) -> dict[str, Tool] | None:
+    def toolbox(self) -> dict[str, ServedTool] | None:
         specs = self.source.env_class.tools
         if not specs:
             return None

@@ -65,7 +65,8 @@ from ..protocol.mcp import (
 )
 from ..spaces._common import MAX_QUOTED_CHARS, clipped
 from .source import EnvSource
-from .tools import Tool, ToolOutcome
+from .tools import ServedTool as Tool
+from .tools import ToolOutcome
 
 __all__ = ["answer", "answer_http", "HttpAnswer", "Registry", "ACKNOWLEDGED", "NOT_SUPPORTED", "unknown_session"]
 

@@ -73,7 +73,8 @@ from .attributes import OneEnv, SubEnvs, chosen
 from .execution import EnvCaller
 from .isolation import EnvCrashed, env_processes
 from .source import EnvSource
-from .tools import Position, Tool, ToolOutcome, gym_tools
+from .tools import Position, ToolOutcome, gym_tools
+from .tools import ServedTool as Tool
 
 __all__ = [
     "EnvHost", "Session", "describe_error", "env_error", "wants_text", "check_injection", "inject_state",

@@ -38,13 +38,13 @@ from typing import Any, Literal, Protocol
 
 from ..errors import ProtocolError, ToolCallError
 from ..fields import validate_action
-from ..protocol.mcp import RESERVED_TOOL_NAMES, ToolResult, ToolSpec
+from ..protocol.mcp import RESERVED_TOOL_NAMES, McpToolResult, ToolSpec
 from ..protocol.messages import MAX_ERROR_CHARS
 from ..spaces._common import clipped
 from ..text import ActionParseError
 
 __all__ = [
-    "Tool",
+    "ServedTool",
     "ToolOutcome",
     "Position",
     "Episode",
@@ -124,12 +124,12 @@ class Episode(Protocol):
 class ToolOutcome:
     """A tool call's result and the reward it earned (0 unless it stepped the env)."""
 
-    result: ToolResult
+    result: McpToolResult
     reward: float = 0.0
 
 
 @dataclass(frozen=True)
-class Tool:
+class ServedTool:
     """One tool of a session: what it says about itself, and what runs it."""
 
     spec: ToolSpec
@@ -143,7 +143,7 @@ class Tool:
 
 def _checked(
     spec: ToolSpec, rules: Mapping[str, Any], body: Callable[[Any, dict[str, Any]], Awaitable[ToolOutcome]]
-) -> Tool:
+) -> ServedTool:
     """A tool whose arguments are checked against ``rules`` (an object schema, checked as
     pydantic checks a model: unknown, missing and mistyped arguments are named) before
     ``body`` runs, and whose failures name it, as FastMCP names a tool that raised."""
@@ -162,7 +162,7 @@ def _checked(
             message = f"Error calling tool {spec.name!r}: {exc.message}"
             raise ToolCallError(message, error_type="execution_error") from exc
 
-    return Tool(spec, run)
+    return ServedTool(spec, run)
 
 
 def _refused(tool: str, error: ProtocolError) -> str:
@@ -177,7 +177,7 @@ def _refused(tool: str, error: ProtocolError) -> str:
 # -- act, observe, legal_actions ----------------------------------------------------------
 
 
-def gym_tools(view: Any) -> list[Tool]:
+def gym_tools(view: Any) -> list[ServedTool]:
     """The built-in tools of a Gymnasium env whose text view is ``view``."""
     actions = view.describe_actions()
     action_schema = {**view.action_json_schema(), "description": f"The action: {actions}"}
@@ -236,10 +236,10 @@ async def _legal_actions(episode: Episode, arguments: dict[str, Any]) -> ToolOut
         text = f"Any action: {episode.view.describe_actions()}"
     else:
         text = "Legal actions: " + (", ".join(legal) or "none")
-    return ToolOutcome(ToolResult(text, result.structured, result.data))
+    return ToolOutcome(McpToolResult(text, result.structured, result.data))
 
 
-async def _position_result(episode: Episode, reward: float, prefix: str) -> ToolResult:
+async def _position_result(episode: Episode, reward: float, prefix: str) -> McpToolResult:
     position = episode.position
     assert position is not None
     text = await episode.position_text()
@@ -249,7 +249,7 @@ async def _position_result(episode: Episode, reward: float, prefix: str) -> Tool
         "text": text, "reward": reward, "terminated": position.terminated, "truncated": position.truncated,
         "done": position.over, "legal_actions": legal,
     }
-    return ToolResult(f"{text}\n{prefix}{status}", data, data)
+    return McpToolResult(f"{text}\n{prefix}{status}", data, data)
 
 
 def _ending(position: Position) -> str:
@@ -259,7 +259,7 @@ def _ending(position: Position) -> str:
 # -- an env author's tools ------------------------------------------------------------------
 
 
-def function_tool(fn: Callable[..., Any]) -> Tool:
+def function_tool(fn: Callable[..., Any]) -> ServedTool:
     """The tool of a function whose first parameter takes the session's env.
 
     Its name is the function's, its description the docstring, its input schema made
@@ -298,7 +298,7 @@ def function_tool(fn: Callable[..., Any]) -> Tool:
     spec = ToolSpec(name, inspect.getdoc(fn) or f"The tool {name}.", input_schema)
 
     async def body(episode: Episode, arguments: dict[str, Any]) -> ToolOutcome:
-        return ToolOutcome(ToolResult.of_value(await episode.run(fn, episode.env, **arguments)))
+        return ToolOutcome(McpToolResult.of_value(await episode.run(fn, episode.env, **arguments)))
 
     return _checked(spec, input_schema, body)
 
@@ -331,7 +331,7 @@ def _schema_of(annotation: Any) -> dict[str, Any]:
     )
 
 
-def env_tool(spec: ToolSpec) -> Tool:
+def env_tool(spec: ToolSpec) -> ServedTool:
     """A tool the env runs itself (a :class:`~openenv_gym.fields.FieldsEnv`'s
     ``call_tool``), its failures worded by the env, as OpenEnv's own MCP envs word them."""
 
@@ -341,10 +341,10 @@ def env_tool(spec: ToolSpec) -> Tool:
         except ProtocolError as exc:  # the env raised something else, hung or crashed
             raise ToolCallError(exc.message, error_type="execution_error") from exc
 
-    return Tool(spec, run)
+    return ServedTool(spec, run)
 
 
-def check_tool_names(tools: Iterable[Tool], *, builtin: Sequence[str] = BUILTIN_TOOL_NAMES) -> None:
+def check_tool_names(tools: Iterable[ServedTool], *, builtin: Sequence[str] = BUILTIN_TOOL_NAMES) -> None:
     """Refuse tools named as OpenEnv's own API or a built-in tool, and duplicates."""
     seen = set(builtin)
     for tool in tools:

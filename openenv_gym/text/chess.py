@@ -3,11 +3,11 @@
 Two encodings of chess reach a view, and :func:`chess_view` picks the one the spaces show:
 
 - **AlphaZero's** (PettingZoo's ``chess_v6``, and the catalog's ``openenv/Chess-v0``
-  with its default codec, :mod:`openenv_gym.chess_codec`): a ``Discrete(4672)`` action
+  with its default view, :mod:`openenv_gym.catalog.alphazero`): a ``Discrete(4672)`` action
   and ``(8, 8, 111)`` board planes. :class:`AlphaZeroChessView` reads the position off
   the planes (:func:`board_from_planes`), so a client that has only the observation
   reads it as the server does, and turns a UCI move into its action number and back.
-- **OpenEnv's** (the catalog's ``codec="raw"``, upstream ``chess_env``, as a
+- **OpenEnv's** (the catalog's ``view="raw"``, upstream ``chess_env``, as a
   :class:`~openenv_gym.RemoteEnv` sees it): the UCI string as the action, an observation
   with ``fen``, and the legal moves in ``info["legal_actions"]`` (:class:`FenChessView`).
 
@@ -54,12 +54,21 @@ from .view import TextView, action_mask
 
 try:
     import chess
-
-    from ..chess_codec import ACTIONS, decode_action, encode_move
+    from pettingzoo.classic.chess import chess_utils
 except ImportError as exc:  # pragma: no cover - depends on the install
     raise missing_extra(exc, "the text view of chess", "chess") from exc
 
-__all__ = ["ChessView", "AlphaZeroChessView", "FenChessView", "chess_view", "board_from_planes"]
+__all__ = [
+    "ChessView",
+    "AlphaZeroChessView",
+    "FenChessView",
+    "chess_view",
+    "board_from_planes",
+    "ACTIONS",
+    "encode_move",
+    "decode_action",
+    "player_to_move",
+]
 
 UCI = re.compile(r"[a-h][1-8][a-h][1-8][qrbn]?")
 UCI_SCHEMA: dict[str, Any] = {
@@ -73,9 +82,47 @@ TASK = (
 _PIECES = (chess.PAWN, chess.KNIGHT, chess.BISHOP, chess.ROOK, chess.QUEEN, chess.KING)
 
 
+# -- AlphaZero's move numbers (PettingZoo's chess_utils) ----------------------------------
+
+#: Size of AlphaZero's action space: 8 x 8 from-squares x 73 move planes.
+ACTIONS = 8 * 8 * 73
+
+
+def player_to_move(board: chess.Board) -> int:
+    """PettingZoo's player index of the side to move (0 white, 1 black)."""
+    return 0 if board.turn == chess.WHITE else 1
+
+
+def encode_move(board: chess.Board, move: chess.Move) -> int:
+    """The action number of ``move`` (a move of the side to move in ``board``).
+
+        >>> encode_move(chess.Board(), chess.Move.from_uci("e2e4"))
+        2421
+    """
+    oriented = chess_utils.mirror_move(move) if board.turn == chess.BLACK else move
+    uci = oriented.uci()
+    if uci not in chess_utils.moves_to_actions:
+        chess_utils.make_move_mapping(uci)
+    return chess_utils.moves_to_actions[uci]
+
+
+def decode_action(board: chess.Board, action: int) -> chess.Move | None:
+    """The move ``action`` stands for in ``board`` (``None`` if it names no move
+    of any position seen so far; a returned move may still be illegal here).
+
+        >>> decode_action(chess.Board(), 2421)
+        Move.from_uci('e2e4')
+    """
+    if int(action) not in chess_utils.actions_to_moves:
+        chess_utils.legal_moves(board)  # extends PettingZoo's lazily built table
+        if int(action) not in chess_utils.actions_to_moves:
+            return None
+    return chess_utils.action_to_move(board, int(action), player_to_move(board))
+
+
 def board_from_planes(planes: Any) -> chess.Board:
     """The position AlphaZero's observation planes show (PettingZoo's ``chess_v6``, the
-    :mod:`~openenv_gym.chess_codec`): pieces, side to move, castling rights and the en
+    :mod:`~openenv_gym.catalog.alphazero`): pieces, side to move, castling rights and the en
     passant square. The move counters are not in the planes (they read 0 and 1).
 
     Planes without any piece are PettingZoo's first observation (its history is empty

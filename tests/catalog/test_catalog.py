@@ -53,7 +53,7 @@ def play_random_game(env: gym.Env, seed: int, max_steps: int = 600) -> list[tupl
     obs, info = env.reset(seed=seed)
     trail = []
     for _ in range(max_steps):
-        if isinstance(obs, dict):  # raw codec: the UCI string, the legal ones in info
+        if isinstance(obs, dict):  # raw view: the UCI string, the legal ones in info
             action = str(rng.choice(list(info["legal_actions"])))
         else:
             action = int(rng.choice(np.flatnonzero(info["action_mask"])))
@@ -112,20 +112,20 @@ def test_env_without_builtin_server_says_what_to_do(monkeypatch):
     monkeypatch.delenv("OPENENV_MAZE_URL", raising=False)
     with pytest.raises(OpenEnvGymError, match="OPENENV_MAZE_URL"):
         gym.make("openenv/Maze-v0")
-    with pytest.raises(OpenEnvGymError, match="no codec"):
-        gym.make("openenv/Chess-v0", codec="nope")
+    with pytest.raises(OpenEnvGymError, match="no view"):
+        gym.make("openenv/Chess-v0", view="nope")
 
 
 # -- the embedded chess server ----------------------------------------------------
 
 
-@pytest.mark.parametrize("codec", ["alphazero", "raw"])
-def test_chess_random_game_to_the_end_then_no_process_or_port_left(codec):
+@pytest.mark.parametrize("view", ["alphazero", "raw"])
+def test_chess_random_game_to_the_end_then_no_process_or_port_left(view):
     children = child_processes()
-    env = gym.make("openenv/Chess-v0", codec=codec)
+    env = gym.make("openenv/Chess-v0", view=view)
     server = env.unwrapped.server
     assert server.running and server.port in listening_ports()
-    if codec == "alphazero":
+    if view == "alphazero":
         assert env.action_space == gym.spaces.Discrete(4672)
         assert env.observation_space.shape == (8, 8, 111)
     trail = play_random_game(env, seed=3)
@@ -138,7 +138,7 @@ def test_chess_random_game_to_the_end_then_no_process_or_port_left(codec):
 
 
 def test_chess_rules_rewards_and_state():
-    env = gym.make("openenv/Chess-v0", codec="raw", server_kwargs={"opponent": None})
+    env = gym.make("openenv/Chess-v0", view="raw", server_kwargs={"opponent": None})
     try:
         obs, _ = env.reset(options={"fen": "6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1"})
         obs, reward, terminated, _, _ = env.step("a1a2")  # not mate
@@ -261,8 +261,8 @@ def upstream_chess_app():
     )
 
 
-@pytest.mark.parametrize("codec", ["alphazero", "raw"])
-def test_same_game_against_an_openenv_create_app_server(codec):
+@pytest.mark.parametrize("view", ["alphazero", "raw"])
+def test_same_game_against_an_openenv_create_app_server(view):
     from tests.conftest import asgi_server
 
     with asgi_server(upstream_chess_app()) as url:
@@ -274,8 +274,8 @@ def test_same_game_against_an_openenv_create_app_server(codec):
         for part in ("action", "observation", "state"):
             assert upstream_schema[part] == ours[part], part
 
-        remote = gym.make("openenv/Chess-v0", base_url=url, codec=codec)
-        embedded = gym.make("openenv/Chess-v0", codec=codec)
+        remote = gym.make("openenv/Chess-v0", base_url=url, view=view)
+        embedded = gym.make("openenv/Chess-v0", view=view)
         try:
             assert remote.observation_space == embedded.observation_space
             assert remote.action_space == embedded.action_space
@@ -317,15 +317,15 @@ def test_connect4_and_gridworld_builtins():
         env.close()
 
 
-@pytest.mark.parametrize("codec", ["raw", "alphazero"])
-def test_make_vec_shares_one_embedded_server_and_stops_it(codec):
-    vec = gym.make_vec("openenv/Chess-v0", num_envs=3, vectorization_mode="vector_entry_point", codec=codec)
+@pytest.mark.parametrize("view", ["raw", "alphazero"])
+def test_make_vec_shares_one_embedded_server_and_stops_it(view):
+    vec = gym.make_vec("openenv/Chess-v0", num_envs=3, vectorization_mode="vector_entry_point", view=view)
     server = vec.server
     try:
         obs, infos = vec.reset(seed=0)
         assert vec.num_envs == 3
         for _ in range(3):
-            if codec == "raw":
+            if view == "raw":
                 actions = tuple(moves[0] for moves in infos["legal_actions"])
             else:
                 actions = np.array([np.flatnonzero(mask)[0] for mask in infos["action_mask"]])

@@ -62,7 +62,7 @@ def test_package_refuses_what_configures_another_server(tmp_path, counter_entry)
 
 
 def test_action_masks_follow_the_legal_actions():
-    env = gym.make("openenv/Connect4-v0", codec="raw")
+    env = gym.make("openenv/Connect4-v0", view="raw")
     try:
         env.reset(seed=0)
         for column in (0, 0, 0, 0, 0, 0):  # fill column 0: it is no longer legal

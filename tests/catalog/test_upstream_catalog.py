@@ -161,7 +161,7 @@ def test_gym_make_plays_a_replay_of_the_capture(entry):
     capture = load(recordings()[entry.upstream][1])
     with asgi_server(replay_app(recordings()[entry.upstream][1])) as url, warnings.catch_warnings():
         warnings.simplefilter("ignore")  # Gymnasium's checker on nan, the marker of a null number
-        env = gym.make(entry.id, base_url=url, codec="raw")  # the view itself (Chess defaults to a codec)
+        env = gym.make(entry.id, base_url=url, view="raw")  # the view itself (Chess defaults to another)
         try:
             view = env.unwrapped.contract.view
             obs, info = env.reset(seed=0)
@@ -195,7 +195,7 @@ def test_the_text_view_renders_observations(entry):
     view = view_of(entry)
     text = view_for_spaces(view.observation_space, view.action_space, env_id=entry.id)
     assert text.describe().strip()
-    if entry.name != "Chess":  # chess's view is the AlphaZero codec's, not the raw fields'
+    if entry.name != "Chess":  # chess's default view is AlphaZero's, not the raw fields'
         assert text.task, f"{entry.id} has no text-view entry"
     view.observation_space.seed(0)
     samples = [view.observe(fields) for fields in seen[:3]] or [(view.observation_space.sample(), {})]

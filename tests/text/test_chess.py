@@ -1,7 +1,7 @@
 """Chess as UCI moves: the position read off AlphaZero's planes (PettingZoo's chess_v6, the
-catalog's default codec) matches the real board move after move; moves and action numbers
+catalog's default view) matches the real board move after move; moves and action numbers
 map both ways, promotions included; OpenEnv's fen/legal_moves encoding (the catalog's raw
-codec); and illegal moves refused with the legal ones listed."""
+view); and illegal moves refused with the legal ones listed."""
 
 from __future__ import annotations
 
@@ -137,7 +137,7 @@ def test_a_move_needs_a_position():
 
 
 # ---------------------------------------------------------------------------------------------
-# The catalog's chess: both codecs, against the built-in server
+# The catalog's chess: both views, against the built-in server
 # ---------------------------------------------------------------------------------------------
 
 
@@ -152,7 +152,7 @@ def chess_server():
 
 @pytest.fixture
 def raw_chess(chess_server):
-    env = gym.make("openenv/Chess-v0", base_url=chess_server, codec="raw")
+    env = gym.make("openenv/Chess-v0", base_url=chess_server, view="raw")
     yield env
     env.close()
 
@@ -164,7 +164,7 @@ def alphazero_chess(chess_server):
     env.close()
 
 
-def test_catalog_chess_raw_codec(raw_chess):
+def test_catalog_chess_raw_view(raw_chess):
     obs, info = raw_chess.reset(seed=0)
     view = view_for(raw_chess)
     assert isinstance(view, FenChessView)
@@ -185,7 +185,7 @@ def test_catalog_chess_raw_codec(raw_chess):
     assert client.parse_action(info["legal_actions"][0]) == info["legal_actions"][0]
 
 
-def test_catalog_chess_alphazero_codec(alphazero_chess):
+def test_catalog_chess_alphazero_view(alphazero_chess):
     obs, info = alphazero_chess.reset(seed=0)
     view = view_for(alphazero_chess)
     assert isinstance(view, AlphaZeroChessView)

@@ -1,6 +1,6 @@
-"""The AlphaZero chess codec: UCI chess servers as ``Discrete(4672)`` + board planes.
+"""The AlphaZero view of chess: UCI chess servers as ``Discrete(4672)`` + board planes.
 
-OpenEnv's chess servers take UCI strings and send FEN strings. This codec
+OpenEnv's chess servers take UCI strings and send FEN strings. This view
 turns such a server into the numeric env classic RL wants, in exactly the
 encoding PettingZoo's ``chess_v6`` uses (AlphaZero's, reusing PettingZoo's
 own :mod:`pettingzoo.classic.chess.chess_utils` and observation code):
@@ -15,7 +15,7 @@ own :mod:`pettingzoo.classic.chess.chess_utils` and observation code):
   (``bool``), which sb3-contrib's ``MaskablePPO`` calls.
 
     >>> import gymnasium as gym, openenv_gym                      # doctest: +SKIP
-    >>> env = gym.make("openenv/Chess-v0")          # codec="alphazero" is the default
+    >>> env = gym.make("openenv/Chess-v0")          # view="alphazero" is the default
     >>> obs, info = env.reset(seed=0)
     >>> obs.shape, int(info["action_mask"].sum())
     ((8, 8, 111), 20)
@@ -40,52 +40,20 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from ._extras import missing_extra
+from .._extras import missing_extra
 
 try:
     import chess
     from pettingzoo.classic.chess import chess_utils
     from pettingzoo.classic.chess.chess import raw_env as _PettingZooChess
+
+    from ..text.chess import ACTIONS, decode_action, encode_move, player_to_move
 except ImportError as exc:  # pragma: no cover - depends on the install
-    raise missing_extra(exc, "the AlphaZero chess codec", "chess") from exc
+    raise missing_extra(exc, "the AlphaZero view of chess", "chess") from exc
 
 __all__ = ["AlphaZeroChess", "ACTIONS", "encode_move", "decode_action", "legal_action_mask"]
 
-#: Size of the action space: 8 x 8 from-squares x 73 move planes.
-ACTIONS = 8 * 8 * 73
 _NULL_MOVE = "0000"
-
-
-def _player(board: chess.Board) -> int:
-    """PettingZoo's player index of the side to move (0 white, 1 black)."""
-    return 0 if board.turn == chess.WHITE else 1
-
-
-def encode_move(board: chess.Board, move: chess.Move) -> int:
-    """The action index of ``move`` (a move of the side to move in ``board``).
-
-        >>> encode_move(chess.Board(), chess.Move.from_uci("e2e4"))
-        2421
-    """
-    oriented = chess_utils.mirror_move(move) if board.turn == chess.BLACK else move
-    uci = oriented.uci()
-    if uci not in chess_utils.moves_to_actions:
-        chess_utils.make_move_mapping(uci)
-    return chess_utils.moves_to_actions[uci]
-
-
-def decode_action(board: chess.Board, action: int) -> chess.Move | None:
-    """The move ``action`` stands for in ``board`` (``None`` if it names no move
-    of any position seen so far; a returned move may still be illegal here).
-
-        >>> decode_action(chess.Board(), 2421)
-        Move.from_uci('e2e4')
-    """
-    if int(action) not in chess_utils.actions_to_moves:
-        chess_utils.legal_moves(board)  # extends PettingZoo's lazily built table
-        if int(action) not in chess_utils.actions_to_moves:
-            return None
-    return chess_utils.action_to_move(board, int(action), _player(board))
 
 
 def legal_action_mask(board: chess.Board) -> np.ndarray:
@@ -133,7 +101,7 @@ class AlphaZeroChess(gym.Wrapper):
         """The legal actions now, as a ``bool`` array (sb3-contrib's MaskablePPO calls this)."""
         return self._mask.astype(bool)
 
-    # -- the game as the codec sees it -----------------------------------------
+    # -- the game as the view sees it -----------------------------------------
 
     def _restart(self, fen: str) -> None:
         self.board = chess.Board(fen)
@@ -166,7 +134,7 @@ class AlphaZeroChess(gym.Wrapper):
     def _observe(self, info: dict[str, Any]) -> tuple[np.ndarray, dict[str, Any]]:
         observer = self._observer
         observer.board = self.board
-        agent = observer.possible_agents[_player(self.board)]
+        agent = observer.possible_agents[player_to_move(self.board)]
         observer.agent_selection = agent
         observed = observer.observe(agent)
         self._mask = observed["action_mask"]

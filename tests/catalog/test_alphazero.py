@@ -1,4 +1,4 @@
-"""The AlphaZero chess codec against python-chess, without a server."""
+"""The AlphaZero view of chess (its move numbers and masks) against python-chess, without a server."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 chess = pytest.importorskip("chess")
 pytest.importorskip("pettingzoo")
 
-from openenv_gym.chess_codec import ACTIONS, decode_action, encode_move, legal_action_mask  # noqa: E402
+from openenv_gym.catalog.alphazero import ACTIONS, decode_action, encode_move, legal_action_mask  # noqa: E402
 
 POSITIONS = 10_000
 
