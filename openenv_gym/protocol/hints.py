@@ -6,7 +6,8 @@ hints beside the plain JSON value; an openenv-gym peer uses them to rebuild the
 exact types, and a stock peer simply ignores them.
 
 A hint mirrors the value: ``{"nd": dtype}`` for an ndarray sent as nested
-lists, ``{"np": dtype}`` for a numpy scalar, ``{"py": "int"}`` for an int
+lists (``{"nd": [dtype, shape]}`` for one with no items, whose shape ``[]`` does not
+say: ``(0, 3)`` say), ``{"np": dtype}`` for a numpy scalar, ``{"py": "int"}`` for an int
 sent as a JSON float (a reward), ``{"tuple": {index: hint}}`` for a tuple,
 ``{"dict": {key: hint}}`` / ``{"list": {index: hint}}`` for containers
 holding hinted values. Values that JSON keeps exactly get none.
@@ -76,7 +77,9 @@ def jsonable(value: Any) -> Any:
 def type_hints(value: Any) -> Any:
     """The type hints for ``value``, or ``None`` when JSON keeps it exactly."""
     if isinstance(value, np.ndarray):
-        return {"nd": value.dtype.str} if value.dtype.str.lstrip("<>|=") in ARRAY_DTYPES else None
+        if value.dtype.str.lstrip("<>|=") not in ARRAY_DTYPES:
+            return None
+        return {"nd": [value.dtype.str, list(value.shape)] if value.size == 0 else value.dtype.str}
     if isinstance(value, np.generic):
         return {"np": value.dtype.str} if value.dtype.str.lstrip("<>|=") in ARRAY_DTYPES else None
     if isinstance(value, dict):
@@ -114,6 +117,13 @@ def apply_type_hints(value: Any, hints: Any) -> Any:
     try:
         if kind == "py" and inner == "int" and isinstance(value, (int, float)):
             return int(value)
+        if kind == "nd" and isinstance(inner, list) and len(inner) == 2:  # an empty array, with its shape
+            dtype, shape = inner
+            if value != [] or not isinstance(dtype, str) or dtype.lstrip("<>|=") not in ARRAY_DTYPES:
+                return value
+            if not isinstance(shape, list) or not all(type(n) is int and 0 <= n for n in shape):
+                return value
+            return np.zeros(tuple(shape), dtype=np.dtype(dtype)) if 0 in shape else value
         if kind in ("nd", "np") and isinstance(inner, str):
             if inner.lstrip("<>|=") not in ARRAY_DTYPES:
                 return value

@@ -61,7 +61,8 @@ RECORDED_OPERATIONS = frozenset({"reset", "step", "state"})
 
 def _secret(data: dict, key: str) -> str:
     """The ``schema_version`` checked and the secret under ``key``, refused without being echoed."""
-    check_fields(data, frozenset({"schema_version", key}), frozenset({"schema_version", key}))
+    fields = frozenset({"schema_version", key})
+    check_fields({k: REDACTED if k == key else v for k, v in data.items()}, fields, fields)  # (errors echo data)
     version = data["schema_version"]
     if type(version) is not int or version != TELEMETRY_VERSION:
         raise invalid(error_entry(

@@ -112,12 +112,6 @@ def test_an_overlong_secret_is_refused_without_any_of_it_in_the_error_frame(kind
     assert not echoes(error, secret)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "validation.py:64 checks the fields with messages.check_fields, whose 'missing' error "
-    "echoes the whole data as its input: a token (or capability) sent without a "
-    "schema_version is written back in the error frame, where the module promises that "
-    "secrets never travel back"
-))
 @pytest.mark.parametrize("kind, key, secret", SECRETS, ids=SECRET_IDS)
 def test_a_missing_schema_version_is_refused_without_echoing_the_secret(kind, key, secret):
     error = refused(kind, {key: secret})
