@@ -14,6 +14,10 @@
     │   ├── CapacityReachedError     CAPACITY_REACHED    (the server closed the connection)
     │   ├── FactoryError             FACTORY_ERROR       (the server closed the connection)
     │   └── SessionError             SESSION_ERROR       (the server closed the connection)
+    ├── HttpError                a server's HTTP answer (``status``, JSON ``payload``) to a
+    │                            request its route cannot serve
+    ├── JsonRpcError             a JSON-RPC request that cannot be served; carries the
+    │                            error response to send
     ├── ConnectionClosedError    (also ConnectionError) the connection is gone
     │   └── LimitExceededError       the server sent more than a client limit allows (a
     │                                document or message too large or too deeply nested,
@@ -28,10 +32,20 @@
     │                            its ``*_async``
     ├── ProtocolMismatchError    the peer does not offer what was asked for
     ├── SpaceValueError          (also ValueError) a value does not fit its space
+    ├── ActionParseError         (also ValueError) a model's reply names no legal action
     ├── EnvCallTimeout           (also TimeoutError) a server's env call hung
+    │   └── EnvCallInterrupted       an inline env call overran its deadline and was stopped
+    ├── EnvCrashed               a session's env process died
     ├── ToolCallError            (also ValueError) an env's MCP tool refused a call or failed
     ├── ListenError              (also OSError) a server could not bind its address
-    └── EmbeddedServerError      (also RuntimeError) a built-in server did not start
+    ├── EmbeddedServerError      (also RuntimeError) a built-in server did not start
+    ├── PoolCapacityError        a Ray pool's lease asked for more sessions than are free
+    └── ProbeError               (also RuntimeError) the kit could not measure an env
+
+Each is defined here and also importable where it is raised (``openenv_gym.text``'s
+:class:`ActionParseError`, ``openenv_gym.spaces``' :class:`SpaceValueError`, ...), so
+``openenv_gym.errors`` alone names them all; ``except OpenEnvGymError`` catches
+whatever openenv-gym raised on purpose.
 
 Local and remote protocol errors are told apart, as h11 does: a
 :class:`ProtocolError` is raised by this process on data that breaks the
@@ -79,10 +93,18 @@ __all__ = [
     "PendingCallError",
     "NoPendingCallError",
     "ProtocolMismatchError",
+    "HttpError",
+    "JsonRpcError",
+    "SpaceValueError",
+    "ActionParseError",
     "EnvCallTimeout",
+    "EnvCallInterrupted",
+    "EnvCrashed",
     "ToolCallError",
     "ListenError",
     "EmbeddedServerError",
+    "PoolCapacityError",
+    "ProbeError",
     "remote_error",
     "execution_error_type",
 ]
@@ -272,8 +294,66 @@ class ProtocolMismatchError(OpenEnvGymError):
     (for example ``encoding="msgpack"`` against a stock OpenEnv server)."""
 
 
+class HttpError(OpenEnvGymError):
+    """An HTTP answer to a request a route cannot serve: ``status`` and the JSON ``payload``
+    (:mod:`openenv_gym.protocol.http` raises it; a server sends it as the response)."""
+
+    def __init__(self, status: int, payload: dict[str, Any]) -> None:
+        super().__init__(f"HTTP {status}: {payload.get('detail')}")
+        self.status = status
+        self.payload = payload
+
+
+class JsonRpcError(OpenEnvGymError):
+    """A JSON-RPC request that cannot be served; ``response`` is the JSON-RPC error to send
+    (``None`` for a notification: JSON-RPC answers none, not even an error)."""
+
+    def __init__(self, response: dict[str, Any], *, notification: bool = False) -> None:
+        super().__init__(response["error"]["message"])
+        self.response = None if notification else response
+
+
+class SpaceValueError(OpenEnvGymError, ValueError):
+    """Wire data (or a value) does not fit a space's structure, dtype or shape.
+
+    The message starts with the path of the offending item inside the value, for example
+    ``obs["pos"][2]: expected a number, got str 'x'``; the path alone is in :attr:`path`.
+    """
+
+    def __init__(self, message: str, path: str = "") -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class ActionParseError(OpenEnvGymError, ValueError):
+    """A reply (a language model's, read by a text view of :mod:`openenv_gym.text`) names
+    no legal action.
+
+    The message says what was received and what is legal (the action names, the
+    range, shape, bounds, charset or length), so it can go back to the model as it
+    is. :attr:`received` holds the reply (or the part of it that was wrong) and
+    :attr:`legal` the description of what would have been accepted.
+    """
+
+    def __init__(self, message: str, *, received: Any = None, legal: str | None = None) -> None:
+        super().__init__(message)
+        self.received = received
+        self.legal = legal
+
+
 class EnvCallTimeout(OpenEnvGymError, TimeoutError):
     """A server's env call ran past its step timeout."""
+
+
+class EnvCallInterrupted(EnvCallTimeout):
+    """An env call the server ran inline on its event loop ran past its deadline, and the
+    server interrupted it (raised inside the env's code, as a signal handler raises; the
+    session then gets a fresh env, see :mod:`openenv_gym.server.deadline`)."""
+
+
+class EnvCrashed(OpenEnvGymError):
+    """A session's environment process died (a crash, a signal, ``os._exit``, its memory
+    cap): the server gives the session a fresh env, and the client must reset."""
 
 
 class ToolCallError(OpenEnvGymError, ValueError):
@@ -295,6 +375,16 @@ class ListenError(OpenEnvGymError, OSError):
 
 class EmbeddedServerError(OpenEnvGymError, RuntimeError):
     """A catalog env's built-in server did not start."""
+
+
+class PoolCapacityError(OpenEnvGymError):
+    """A lease of a Ray server pool (:mod:`openenv_gym.ray`) asked for more session slots
+    than the pool has free: release a lease, or launch the pool with more servers."""
+
+
+class ProbeError(OpenEnvGymError, RuntimeError):
+    """The kit could not measure an env (:func:`openenv_gym.kit.make_kit`); the message
+    says why."""
 
 
 _BY_CODE: dict[ErrorCode, type[RemoteError]] = {

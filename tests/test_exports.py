@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import builtins
 import importlib
 import importlib.util
 import pkgutil
+import re
 import subprocess
 import sys
 import types
@@ -14,6 +16,7 @@ import pytest
 import tomllib
 
 import openenv_gym
+from openenv_gym import errors
 from tests.conftest import ROOT, subprocess_env
 
 #: Every name of ``openenv_gym.__all__`` and where it is defined (``module:attribute``,
@@ -108,6 +111,96 @@ def test_every_modules_all_lists_existing_names_once():
         wrong += [f"{module.__name__}.{name}: missing" for name in names if not hasattr(module, name)]
         wrong += [f"{module.__name__}.{name}: listed twice" for name in set(names) if names.count(name) > 1]
     assert not wrong, "\n".join(wrong)
+
+
+# -- the errors tree ---------------------------------------------------------------------
+
+#: The exceptions raised from a module other than errors.py, by the public module they
+#: stay importable from (the same class as ``openenv_gym.errors``').
+RAISED_FROM = {
+    "openenv_gym.text": ["ActionParseError"],
+    "openenv_gym.spaces": ["SpaceValueError"],
+    "openenv_gym.protocol.http": ["HttpError"],
+    "openenv_gym.protocol.mcp": ["JsonRpcError"],
+    "openenv_gym.server.deadline": ["EnvCallInterrupted"],
+    "openenv_gym.server.isolation": ["EnvCrashed"],
+    "openenv_gym.kit": ["ProbeError"],
+    "openenv_gym.ray": ["PoolCapacityError"],
+}
+
+
+def error_classes() -> dict[str, type[BaseException]]:
+    """Every exception class ``openenv_gym.errors.__all__`` names."""
+    return {
+        name: value for name in errors.__all__
+        if isinstance(value := getattr(errors, name), type) and issubclass(value, BaseException)
+    }
+
+
+def test_every_public_exception_of_the_package_is_in_the_errors_tree():
+    """A public exception class anywhere in the package is ``openenv_gym.errors``' (defined
+    there, named in its ``__all__``) and an :class:`~openenv_gym.errors.OpenEnvGymError`."""
+    known = error_classes()
+    stray = []
+    for module in all_modules():
+        for name, value in vars(module).items():
+            if name.startswith("_") or not isinstance(value, type) or not issubclass(value, BaseException):
+                continue
+            if not value.__module__.startswith("openenv_gym"):
+                continue  # a builtin or a framework's exception, imported
+            if known.get(name) is not value or value.__module__ != errors.__name__:
+                stray.append(f"{module.__name__}.{name} (defined in {value.__module__})")
+    assert not stray, "exceptions outside openenv_gym.errors:\n" + "\n".join(stray)
+    outside = [name for name, cls in known.items() if not issubclass(cls, errors.OpenEnvGymError)]
+    assert not outside, f"exceptions of openenv_gym.errors outside OpenEnvGymError: {outside}"
+
+
+@pytest.mark.parametrize("module", sorted(RAISED_FROM))
+def test_each_error_stays_importable_where_it_is_raised(module):
+    if module == "openenv_gym.ray" and importlib.util.find_spec("ray") is None:
+        pytest.skip("ray is not installed")
+    loaded = importlib.import_module(module)
+    for name in RAISED_FROM[module]:
+        assert getattr(loaded, name) is getattr(errors, name)
+
+
+def drawn_tree() -> dict[str, tuple[str | None, set[str]]]:
+    """The tree errors.py's docstring draws: each class's parent (``None`` for the root)
+    and the other bases it names as ``(also X, Y)``."""
+    lines = errors.__doc__.split("::", 1)[1].strip("\n").split("\n\n", 1)[0].splitlines()
+    root = len(lines[0]) - len(lines[0].lstrip())
+    tree: dict[str, tuple[str | None, set[str]]] = {lines[0].strip(): (None, set())}
+    parents = [lines[0].strip()]
+    for line in lines[1:]:
+        branch = re.search(r"[├└]── (\w+)(.*)", line)
+        if branch is None:
+            continue  # a description going on from the line above
+        name, rest = branch.groups()
+        depth = (branch.start() - root) // 4 + 1
+        del parents[depth:]
+        also = re.match(r"\s*\(also ([\w., ]+)\)", rest)
+        tree[name] = (parents[-1], set(also.group(1).split(", ")) if also else set())
+        parents.append(name)
+    return tree
+
+
+def named_type(dotted: str) -> type:
+    """The type ``ValueError`` or ``gymnasium.error.ClosedEnvironmentError`` names."""
+    module, _, name = dotted.rpartition(".")
+    return getattr(importlib.import_module(module) if module else builtins, name)
+
+
+def test_the_drawn_tree_is_the_class_tree():
+    """The docstring of errors.py draws every class of its ``__all__`` under its base, with
+    the builtin and Gymnasium co-bases users catch it by."""
+    tree, classes = drawn_tree(), error_classes()
+    assert sorted(tree) == sorted(classes), "the drawing and errors.__all__ name different classes"
+    for name, (parent, also) in tree.items():
+        cls = classes[name]
+        ours = [base for base in cls.__bases__ if base.__module__ == errors.__name__]
+        assert [base.__name__ for base in ours] == ([parent] if parent else []), f"{name}'s base"
+        others = {base for base in cls.__bases__ if base not in ours} - {Exception}
+        assert others == {named_type(dotted) for dotted in also}, f"{name}'s other bases"
 
 
 def test_an_unknown_name_is_an_attribute_error():

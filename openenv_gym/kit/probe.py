@@ -26,6 +26,7 @@ import gymnasium as gym
 import numpy as np
 
 from .. import spaces
+from ..errors import ProbeError
 from ..server.fields import FieldsSource
 from ..server.multiagent import GameSource, action_mask
 from .policies import Policy, canaries, controller_for, play, search
@@ -43,10 +44,6 @@ MAX_STEPS = 1000
 CANARY_SEEDS = 32
 #: Seconds the oracle search may take.
 SEARCH_BUDGET_S = 30.0
-
-
-class ProbeError(RuntimeError):
-    """The env could not be measured; the message says why."""
 
 
 def measure(

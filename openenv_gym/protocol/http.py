@@ -20,10 +20,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import ErrorCode, OpenEnvGymError, ProtocolError
+from ..errors import ErrorCode, HttpError, JsonRpcError, ProtocolError
 from .codecs import loads_json
 from .frames import Limits, check_size
-from .mcp import JsonRpcError, parse_error
+from .mcp import parse_error
 from .messages import Reset, Step
 
 __all__ = [
@@ -35,15 +35,6 @@ __all__ = [
     "jsonrpc_request",
     "http_error",
 ]
-
-
-class HttpError(OpenEnvGymError):
-    """An HTTP answer to a request a route cannot serve: ``status`` and the JSON ``payload``."""
-
-    def __init__(self, status: int, payload: dict[str, Any]) -> None:
-        super().__init__(f"HTTP {status}: {payload.get('detail')}")
-        self.status = status
-        self.payload = payload
 
 
 def http_error(error: ProtocolError) -> HttpError:

@@ -50,7 +50,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ..errors import CLOSING_ERRORS, OpenEnvGymError, ProtocolError, ToolCallError
+from ..errors import CLOSING_ERRORS, JsonRpcError, ProtocolError, ToolCallError
 from ..spaces._common import quoted
 from .hints import jsonable
 from .messages import ClientMessage, Observation, ServerMessage, check_fields, validation_error
@@ -137,15 +137,6 @@ JsonRpcResponse = dict[str, Any] | list[dict[str, Any]]
 #: Requests one JSON-RPC batch may hold: they are answered in turn, and each may cost an
 #: env (a ``tools/*`` naming no session runs on a throwaway one).
 MAX_BATCH_REQUESTS = 100
-
-
-class JsonRpcError(OpenEnvGymError):
-    """A request that cannot be served; ``response`` is the JSON-RPC error to send
-    (``None`` for a notification: JSON-RPC answers none, not even an error)."""
-
-    def __init__(self, response: dict[str, Any], *, notification: bool = False) -> None:
-        super().__init__(response["error"]["message"])
-        self.response = None if notification else response
 
 
 @dataclass(slots=True)

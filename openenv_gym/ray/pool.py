@@ -32,7 +32,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from ..client.retry import RECONNECTED, Reconnect
 from ..client.vector import RemoteVectorEnv
-from ..errors import OpenEnvGymError
+from ..errors import OpenEnvGymError, PoolCapacityError
 from ..server.options import DEFAULT_MAX_SESSIONS
 from ..server.source import EnvLike
 from .broker import PoolBroker, ServerSpec
@@ -47,10 +47,6 @@ POOL_RECONNECT = Reconnect(attempts=12, backoff=0.2, max_backoff=8.0)
 
 Placement = Literal["spread", "pack"]
 _STRATEGIES = {"spread": "SPREAD", "pack": "DEFAULT"}
-
-
-class PoolCapacityError(OpenEnvGymError):
-    """A lease asked for more session slots than the pool has free."""
 
 
 def launch(

@@ -31,7 +31,7 @@ import time
 from types import FrameType
 from typing import ClassVar
 
-from ..errors import EnvCallTimeout
+from ..errors import EnvCallInterrupted
 
 __all__ = ["InlineDeadline", "EnvCallInterrupted", "INTERRUPT_SIGNAL"]
 
@@ -39,10 +39,6 @@ __all__ = ["InlineDeadline", "EnvCallInterrupted", "INTERRUPT_SIGNAL"]
 INTERRUPT_SIGNAL = getattr(signal, "SIGUSR2", None)
 #: Seconds between the watchdog's looks.
 _TICK = 0.1
-
-
-class EnvCallInterrupted(EnvCallTimeout):
-    """An inline env call ran past its deadline and was interrupted."""
 
 
 class InlineDeadline:

@@ -54,7 +54,7 @@ from typing import Any
 import gymnasium as gym
 
 from .. import spaces
-from ..errors import OpenEnvGymError
+from ..errors import EnvCrashed
 from ..protocol import Limits, MsgpackCodec
 from .attributes import call_attribute, is_wrapped
 
@@ -70,10 +70,6 @@ _FROM_CHILD = Limits(
 OUT_OF_MEMORY_STATUS = 213
 #: ``prctl``'s option asking for a signal when the parent exits (``linux/prctl.h``).
 _PR_SET_PDEATHSIG = 1
-
-
-class EnvCrashed(OpenEnvGymError):
-    """A session's environment process died (a crash, a signal, ``os._exit``)."""
 
 
 class _ChildError(Exception):

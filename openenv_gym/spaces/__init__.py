@@ -39,12 +39,12 @@ Example::
     >>> decode(space, {"pos": [0.5, "x", 0.0], "n": 2}, path="obs")
     Traceback (most recent call last):
     ...
-    openenv_gym.spaces.SpaceValueError: obs["pos"][1]: expected a number, got str 'x'
+    openenv_gym.errors.SpaceValueError: obs["pos"][1]: expected a number, got str 'x'
 """
 
 from __future__ import annotations
 
-from ._common import SpaceValueError
+from ..errors import SpaceValueError
 
 # The limits outside __all__ stay importable from here too, as they were before the split.
 from .description import FORMAT, BoundsBudget, describe, restore

@@ -1,5 +1,5 @@
-"""What the modules of :mod:`openenv_gym.spaces` share: the error for data that does not fit a
-space, and the helpers that write its messages.
+"""What the modules of :mod:`openenv_gym.spaces` share: the helpers that write the messages of
+:class:`~openenv_gym.errors.SpaceValueError`, the error for data that does not fit a space.
 
 Every message starts with the path of the offending item inside the value (or description),
 in the notation of :func:`_key_path`, so a user finds it in a deeply nested space::
@@ -17,24 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import OpenEnvGymError
+from ..errors import SpaceValueError
 
 _SUPPORTED = "Box, Discrete, MultiDiscrete, MultiBinary, Text, Tuple, Dict, Sequence, Graph, OneOf"
-
-
-class SpaceValueError(OpenEnvGymError, ValueError):
-    """Wire data (or a value) does not fit a space's structure, dtype or shape.
-
-    The message starts with the path of the offending item inside the value, for example
-    ``obs["pos"][2]: expected a number, got str 'x'``; the path alone is in :attr:`path`.
-    """
-
-    # Tracebacks and pickles name it where users import it from.
-    __module__ = "openenv_gym.spaces"
-
-    def __init__(self, message: str, path: str = "") -> None:
-        super().__init__(message)
-        self.path = path
 
 
 def _err(path: str, problem: str) -> SpaceValueError:

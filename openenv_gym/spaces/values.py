@@ -435,7 +435,7 @@ def decode(space: gs.Space, data: Any, *, path: str = "value") -> Any:
         >>> decode(spaces.Box(0, 255, shape=(2,), dtype=np.uint8), [1, 256], path="obs")
         Traceback (most recent call last):
         ...
-        openenv_gym.spaces.SpaceValueError: obs[1]: 256 is out of range for uint8 (0..255)
+        openenv_gym.errors.SpaceValueError: obs[1]: 256 is out of range for uint8 (0..255)
     """
     return _decode(space, data, path)
 

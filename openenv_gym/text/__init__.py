@@ -32,7 +32,7 @@ reply alike.
     >>> view.parse_action("4")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    openenv_gym.text.ActionParseError: cannot read an action from '4': action: got 4, out of range; legal: ...
+    openenv_gym.errors.ActionParseError: cannot read an action from '4': action: got 4, out of range; legal: ...
 
 Where a view's parts come from (the env's own methods, the built-in table of
 :mod:`~openenv_gym.text.table`, an ``ansi`` render, the spaces) is in
@@ -41,8 +41,9 @@ Where a view's parts come from (the env's own methods, the built-in table of
 
 from __future__ import annotations
 
+from ..errors import ActionParseError
 from .formats import Board, Components, Field, Grid, ObservationFormat
-from .reply import ActionParseError, Reply, read_reply
+from .reply import Reply, read_reply
 from .sources import env_key, strip_ansi, view_for, view_for_spaces
 from .table import BUILTIN_VIEWS, BuiltinView, builtin_view
 from .values import action_text, describe_space, parse_reply, parse_value, value_text

@@ -15,7 +15,7 @@ view (:mod:`openenv_gym.text.values`), which knows the space.
     >>> read_reply("<action>up</action> or maybe <action>down</action>")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    openenv_gym.text.ActionParseError: the reply holds 2 different <action> tags ('up', 'down'); answer ...
+    openenv_gym.errors.ActionParseError: the reply holds 2 different <action> tags ('up', 'down'); answer ...
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import OpenEnvGymError
+from ..errors import ActionParseError
 
 __all__ = ["ActionParseError", "Reply", "NO_JSON", "read_reply", "shorten"]
 
@@ -35,24 +35,6 @@ QUOTE_LIMIT = 120
 _TAG = re.compile(r"<action>(.*?)</action>", re.DOTALL | re.IGNORECASE)
 # A Markdown code block, with an optional language word (``json``) before a space or newline.
 _FENCE = re.compile(r"```(?:[\w+-]+(?=\s))?(.*?)```", re.DOTALL)
-
-
-class ActionParseError(OpenEnvGymError, ValueError):
-    """A reply names no legal action.
-
-    The message says what was received and what is legal (the action names, the
-    range, shape, bounds, charset or length), so it can go back to the model as it
-    is. :attr:`received` holds the reply (or the part of it that was wrong) and
-    :attr:`legal` the description of what would have been accepted.
-    """
-
-    # Tracebacks name it where users import it from.
-    __module__ = "openenv_gym.text"
-
-    def __init__(self, message: str, *, received: Any = None, legal: str | None = None) -> None:
-        super().__init__(message)
-        self.received = received
-        self.legal = legal
 
 
 class _NoJson:

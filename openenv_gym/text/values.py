@@ -24,7 +24,7 @@ One function per concept:
     >>> parse_value(box, [0.5, 1.5])  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    openenv_gym.text.ActionParseError: action[1]: got 1.5, above the upper bound 1.0; legal: a list of 2 numbers, ...
+    openenv_gym.errors.ActionParseError: action[1]: got 1.5, above the upper bound 1.0; legal: a list of 2 numbers, ...
     >>> action_text(box, parse_value(box, [0.1, -0.3]))
     '[0.1, -0.3]'
 """
@@ -430,7 +430,7 @@ def parse_reply(space: gs.Space, reply: Any, *, names: Sequence[str] | None = No
         >>> parse_reply(spaces.Discrete(3), "<action>3</action>")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        openenv_gym.text.ActionParseError: ... '<action>3</action>': action: got 3, out of range; legal: ... 0 to 2
+        openenv_gym.errors.ActionParseError: ... '<action>3</action>': action: got 3, out of range; legal: ... 0 to 2
 
     Raises:
         ActionParseError: naming the reply, the offending part and what is legal.
@@ -486,7 +486,7 @@ def parse_value(space: gs.Space, value: Any, *, names: Sequence[str] | None = No
         >>> parse_value(spaces.Text(4, charset="abc"), "abd")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        openenv_gym.text.ActionParseError: action: got 'abd', the character 'd' is not allowed; legal: ... "abc"
+        openenv_gym.errors.ActionParseError: action: got 'abd', the character 'd' is not allowed; legal: ... "abc"
 
     Raises:
         ActionParseError: naming the path of the offending item, what it got and what is legal.
