@@ -249,8 +249,7 @@ def _add_session_options(serve: argparse.ArgumentParser) -> None:
         "--vector-backend", choices=("auto", "envpool", "async", "sync"), default="auto",
         help="what steps the envs of a batched vector session: 'sync' in this process, "
         "'async' one worker process per env, 'envpool' one EnvPool pool (ENV is envpool:TASK), "
-        "'auto' (default) 'envpool' for an EnvPool task, else 'sync' until the env's "
-        "steps prove slow (each of the recent ones 1 ms or more), then 'async' for later sessions",
+        "'auto' (default) 'envpool' for an EnvPool task, else 'sync'",
     )
 
 

@@ -186,7 +186,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("server", "client"),                       # the two ends of the socket (server/envpool.py: EnvPool's adapter)
     ("fields", "text"),                         # named-field envs; text views
     ("protocol",),                              # every message, sans I/O
-    ("spaces", "chess_codec"),                  # values of spaces
+    ("spaces",),                                # values of spaces
     ("errors", "_extras", "_version", "_options"),  # what any part may use
 )
 

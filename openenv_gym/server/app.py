@@ -76,7 +76,7 @@ def create_app(
     server = Server(source, options)
     websocket_routes: list[Route] = [
         WsRoute(source, telemetry=server.validation_token is not None),
-        VectorRoute(source, backend=options.vector_backend, clock=server.env_steps),
+        VectorRoute(source, backend=options.vector_backend),
         McpRoute(source),
     ]
     if isinstance(source, GameSource):

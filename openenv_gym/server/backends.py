@@ -1,20 +1,18 @@
 """Vector backends: what steps the envs of a ``/vector`` session, one class each, in one table.
 
 A backend builds a Gymnasium vector env of ``num_envs`` envs of the server's env in the
-autoreset mode a client asked for, so the semantics are Gymnasium's own. It says whether
-those envs step in the server's process (their step times then tell how fast the env is,
-see :class:`~openenv_gym.server.vector.StepClock`), which envs it can step at all, and
-when ``vector_backend="auto"`` may give it a session.
+autoreset mode a client asked for, so the semantics are Gymnasium's own. It says which
+envs it can step at all, and whether ``vector_backend="auto"`` may give it a session.
 
 :data:`BACKENDS` has every backend by name, in the order ``"auto"`` tries them: for each
-new session, :func:`choose` takes the first that can step the env and suits the session.
+new session, :func:`choose` takes the first that can step the env and is automatic.
 
     >>> import gymnasium as gym
     >>> from openenv_gym.server.resolve import resolve
     >>> source = resolve("CartPole-v1")
     >>> list(BACKENDS)
     ['envpool', 'async', 'sync']
-    >>> choose("auto", source, 4, slow=False).name  # not an EnvPool task, not slow
+    >>> choose("auto", source).name  # not an EnvPool task
     'sync'
     >>> envs = BACKENDS["sync"].build(source, 4, gym.vector.AutoresetMode.NEXT_STEP)
     >>> envs.num_envs
@@ -54,9 +52,8 @@ class Backend(abc.ABC):
 
     #: Its name: what ``vector_backend`` says to ask for it, and ``vector_opened`` tells the client.
     name: ClassVar[str]
-    #: Whether its envs step in the server's process, so that their step times tell how
-    #: fast the env is (:class:`~openenv_gym.server.vector.StepClock`).
-    in_process: ClassVar[bool]
+    #: Whether ``"auto"`` may choose it (for the envs it accepts).
+    automatic: ClassVar[bool] = True
 
     def accepts(self, source: EnvSource) -> bool:
         """Whether it can step the envs of ``source`` (the server refuses to start otherwise)."""
@@ -65,11 +62,6 @@ class Backend(abc.ABC):
     def refusal(self, source: EnvSource) -> str:
         """Why it cannot step the envs of ``source``, for a server that asked for it."""
         return f"vector_backend={self.name!r} cannot step the envs of {source.name!r}"
-
-    def suits(self, num_envs: int, *, slow: bool) -> bool:
-        """Whether ``"auto"`` may give it a new session of ``num_envs`` envs of a source it
-        accepts, ``slow`` saying whether the env has proven slow in this server."""
-        return True
 
     @abc.abstractmethod
     def build(self, source: EnvSource, num_envs: int, autoreset_mode: AutoresetMode) -> gym.vector.VectorEnv:
@@ -89,7 +81,6 @@ class EnvPoolBackend(Backend):
     a C++ thread pool: for EnvPool tasks only, and always theirs under ``"auto"``."""
 
     name = "envpool"
-    in_process = True
 
     def accepts(self, source: EnvSource) -> bool:
         return _pool_factory(source) is not None
@@ -118,8 +109,8 @@ def _pool_factory(source: EnvSource) -> PoolFactory | None:
 
 class AsyncBackend(Backend):
     """An ``AsyncVectorEnv``: one worker process per sub-env, for slow envs on a many-core
-    server; ``"auto"`` gives it the sessions of more than one env opened after the env has
-    proven slow, on a machine with more than one core.
+    server, when the server asks for it (``"auto"`` never chooses it: switching to it once
+    an env proved slow paid nothing measurable, docs/benchmarks.md, "Latency mechanisms").
 
     AsyncVectorEnv forks its workers from the server, which would hand each of them a copy
     of every open TCP socket (the listening one, other clients' connections): a worker
@@ -128,10 +119,7 @@ class AsyncBackend(Backend):
     """
 
     name = "async"
-    in_process = False
-
-    def suits(self, num_envs: int, *, slow: bool) -> bool:
-        return slow and num_envs > 1 and (os.cpu_count() or 1) > 1
+    automatic = False
 
     def build(self, source: EnvSource, num_envs: int, autoreset_mode: AutoresetMode) -> gym.vector.VectorEnv:
         in_worker = functools.partial(_make_in_worker, source.make, os.getpid())
@@ -143,7 +131,6 @@ class SyncBackend(Backend):
     it is fast, on a worker thread once it is slow): any env, and ``"auto"``'s last resort."""
 
     name = "sync"
-    in_process = True
 
     def build(self, source: EnvSource, num_envs: int, autoreset_mode: AutoresetMode) -> gym.vector.VectorEnv:
         return gym.vector.SyncVectorEnv([source.make] * num_envs, autoreset_mode=autoreset_mode, copy=False)
@@ -165,15 +152,13 @@ CHOICES: tuple[str, ...] = (AUTO, *BACKENDS)
 VectorBackend = Literal["auto", "envpool", "async", "sync"]
 
 
-def choose(configured: VectorBackend, source: EnvSource, num_envs: int, *, slow: bool) -> Backend:
-    """The backend of a new session of ``num_envs`` envs of ``source`` on a server configured
-    with ``configured`` (a name of :data:`CHOICES`): that backend, or for ``"auto"`` the first
-    of :data:`BACKENDS` that accepts the source and suits the session, ``slow`` saying whether
-    the env has proven slow in this server (:attr:`StepClock.slow
-    <openenv_gym.server.vector.StepClock.slow>`)."""
+def choose(configured: VectorBackend, source: EnvSource) -> Backend:
+    """The backend of the vector sessions of ``source`` on a server configured with
+    ``configured`` (a name of :data:`CHOICES`): that backend, or for ``"auto"`` the first
+    automatic one of :data:`BACKENDS` that accepts the source."""
     if configured != AUTO:
         return BACKENDS[configured]
-    return next(b for b in BACKENDS.values() if b.accepts(source) and b.suits(num_envs, slow=slow))
+    return next(b for b in BACKENDS.values() if b.automatic and b.accepts(source))
 
 
 def _make_in_worker(make: Callable[[], gym.Env], server_pid: int) -> gym.Env:

@@ -61,7 +61,6 @@ from .session import EnvHost
 from .source import EnvSource
 from .telemetry import Answer, Recorded, SessionTelemetry, telemetry_token
 from .transport import CONNECTION_LOST, Channel, next_frame
-from .vector import StepClock
 
 __all__ = ["Server", "Held", "Reply"]
 
@@ -103,7 +102,6 @@ class Server:
         #: Env calls its sessions abandoned that still run (they hold threads and envs).
         self.hung_calls = HungCalls()
         #: How long one env step takes in this process (for ``vector_backend="auto"``).
-        self.env_steps = StepClock()
         self.busy_poll = BusyPoll(options.busy_poll)
         self.sessions: dict[str, tuple[EnvHost, asyncio.Task]] = {}
         #: The sessions that outlive their sockets (also in :attr:`sessions`).
@@ -329,7 +327,7 @@ class Server:
 
     def answerer(self, session: EnvHost, route: Route, codec: Codec) -> Answer:
         """How one connection's messages are answered, chosen when it opens: by the
-        session, each step timed for the server's metrics and step clock; on a route
+        session, each step timed for the server's metrics; on a route
         with session telemetry, of a server with a validation token, through the
         socket's :class:`~.telemetry.SessionTelemetry` (:class:`~.telemetry.Recorded`:
         it answers ``validation_open`` / ``validation_read`` and, once opened, records
@@ -344,10 +342,8 @@ class Server:
             response, _ = await session.respond(message)
             return response
         started = time.perf_counter()
-        response, env_seconds = await session.respond(message)
+        response, _ = await session.respond(message)
         self.metrics.observe_step(time.perf_counter() - started)
-        if session.in_process:
-            self.env_steps.observe(env_seconds / session.slots)
         return response
 
     async def serve_messages(

@@ -145,9 +145,7 @@ class ServeOptions(MergedByName):
     ``"async"``, an ``AsyncVectorEnv`` with one worker process per sub-env (for slow envs
     on a many-core server); ``"envpool"``, one EnvPool pool (for an EnvPool task,
     ``"envpool:CartPole-v1"``); ``"auto"``, ``"envpool"`` for an EnvPool task, else
-    ``"sync"`` until the env's steps in this server have proven slow
-    (:class:`~openenv_gym.server.vector.StepClock`), then ``"async"`` for the vector
-    sessions opened after that, on a machine with more than one core."""
+    ``"sync"`` (see :mod:`openenv_gym.server.backends`)."""
 
     token: str | None = None
     """Require ``Authorization: Bearer <token>`` on every route but ``/health`` (see

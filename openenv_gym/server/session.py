@@ -89,9 +89,6 @@ class EnvHost:
 
     #: Environments this session holds, counted against the server's ``max_sessions``.
     slots = 1
-    #: Whether its env steps in the server's process (its step times then
-    #: tell how fast the env is; see :class:`~openenv_gym.server.vector.StepClock`).
-    in_process = True
     #: What ``build`` makes, for the FACTORY_ERROR message.
     builds = "instance"
 

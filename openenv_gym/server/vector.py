@@ -11,16 +11,12 @@ env of the server's env with the requested autoreset mode, so the semantics are
 Gymnasium's own: ``"sync"`` (a ``SyncVectorEnv`` in the server's process),
 ``"async"`` (an ``AsyncVectorEnv``: one process per sub-env) or, for an EnvPool
 task, ``"envpool"`` (one EnvPool pool: a C++ thread pool, see
-:mod:`~openenv_gym.server.envpool`). ``"auto"`` (the default) takes the first of
-the table that suits each new session: ``"envpool"`` for an EnvPool task, else
-``"async"`` once the env has proven slow (every one of its recent steps in this
-server took :data:`SLOW_ENV_STEP` or more, see :class:`StepClock`), else
-``"sync"``. A vector session of N envs takes N of the server's ``max_sessions`` slots.
+:mod:`~openenv_gym.server.envpool`). ``"auto"`` (the default) is ``"envpool"`` for an EnvPool
+task, else ``"sync"``. A vector session of N envs takes N of the server's ``max_sessions`` slots.
 """
 
 from __future__ import annotations
 
-import collections
 from typing import Any
 
 import gymnasium as gym
@@ -37,42 +33,7 @@ from .routes import Opening, Route
 from .session import EnvHost
 from .source import EnvSource
 
-__all__ = ["VectorSession", "VectorRoute", "VectorBackend", "StepClock", "SLOW_ENV_STEP"]
-
-#: Seconds per env step from which ``"auto"`` hosts new vector sessions in worker
-#: processes: well above what a step costs to ship to a worker and back.
-SLOW_ENV_STEP = 0.001
-
-
-class StepClock:
-    """How long one env step takes in the server's process, by its recent
-    steps: the env is slow when even the fastest of them took
-    :data:`SLOW_ENV_STEP` or more (a fast env's steps, slowed by a busy
-    server, are not all slow at once).
-
-        >>> clock = StepClock()
-        >>> for seconds in [0.002] * 8:
-        ...     clock.observe(seconds)
-        >>> clock.slow
-        True
-        >>> clock.observe(0.0001)  # a fast one: the others waited for a busy server
-        >>> clock.slow
-        False
-    """
-
-    #: Steps remembered, and steps needed before the clock tells slow from fast.
-    WINDOW, ENOUGH = 32, 8
-
-    def __init__(self) -> None:
-        self._recent: collections.deque[float] = collections.deque(maxlen=self.WINDOW)
-
-    def observe(self, seconds: float) -> None:
-        self._recent.append(seconds)
-
-    @property
-    def slow(self) -> bool:
-        return len(self._recent) >= self.ENOUGH and min(self._recent) >= SLOW_ENV_STEP
-
+__all__ = ["VectorSession", "VectorRoute", "VectorBackend"]
 
 class VectorSession(EnvHost):
     """A Gymnasium vector env serving one client, of the backend named ``backend``
@@ -97,7 +58,6 @@ class VectorSession(EnvHost):
         self.builds = f"a vector env of {num_envs}"
         self.autoreset_mode = wire.autoreset_mode(autoreset)
         self.backend = BACKENDS[backend]
-        self.in_process = self.backend.in_process
         # What grows with num_envs is made with the env, once the server has found room
         # for num_envs slots: a peer may ask for any number.
         self.observation_space: gym.Space = source.observation_space
@@ -216,14 +176,14 @@ class VectorRoute(Route):
     opening = wire.OPEN_MESSAGES
     expected = True
 
-    def __init__(self, source: EnvSource, *, backend: VectorBackend, clock: StepClock) -> None:
+    def __init__(self, source: EnvSource, *, backend: VectorBackend) -> None:
         super().__init__(source)
         if backend not in CHOICES:
             raise ValueError(f"vector_backend must be one of {', '.join(map(repr, CHOICES))}, not {backend!r}")
         if backend != AUTO and not BACKENDS[backend].accepts(source):
             raise ValueError(BACKENDS[backend].refusal(source))
-        self.backend = backend
-        self.clock = clock
+        #: The backend of every vector session of this server.
+        self.backend = choose(backend, source)
 
     def session(self, opening: Opening) -> EnvHost:
         request = opening.message
@@ -232,7 +192,7 @@ class VectorRoute(Route):
             self.source,
             num_envs=request.num_envs,
             autoreset=request.autoreset_mode,
-            backend=choose(self.backend, self.source, request.num_envs, slow=self.clock.slow).name,
+            backend=self.backend.name,
             codec=opening.codec,
             caller=opening.caller,
         )

@@ -42,7 +42,7 @@ from openenv_gym.server.execution import EnvCaller
 from openenv_gym.server.resolve import resolve
 from openenv_gym.server.routes import Opening, Route, WsRoute
 from openenv_gym.server.session import EnvHost
-from openenv_gym.server.vector import StepClock, VectorRoute
+from openenv_gym.server.vector import VectorRoute
 from tests.parity import assert_same
 
 #: The codecs a RemoteVectorEnv negotiates with an openenv-gym server.
@@ -150,7 +150,7 @@ class InMemorySession:
 def peer(kind: str, codec: str, env: str = "CartPole-v1") -> Peer:
     source = resolve(env)
     if kind == "vector":
-        route: Route = VectorRoute(source, backend="sync", clock=StepClock())
+        route: Route = VectorRoute(source, backend="sync")
         return Peer(route, CODECS[codec], {**wire.OPEN_REPLIES, **wire.VECTOR_REPLIES})
     return Peer(WsRoute(source), CODECS[codec], WS_REPLIES)
 

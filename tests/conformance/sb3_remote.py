@@ -69,9 +69,8 @@ def mode_of(kind: str) -> VectorMode:
 def _serve(env: Callable[[], Any]) -> str:
     """Mount a server of ``env`` (a factory) on the session's host; its base URL.
 
-    Batched sessions use the ``sync`` backend, the envs in the server's
-    process: ``auto`` moves envs whose steps have proven slow into worker
-    processes, which would make what a case runs on depend on the machine's load.
+    Batched sessions use the ``sync`` backend, the envs in the server's process
+    (``auto``'s choice too, named so that a case never depends on it).
     """
     return hosting.current_host().serve(env, max_sessions=MAX_SESSIONS, vector_backend="sync")
 

@@ -103,14 +103,11 @@ def _step_a_few_times(url: str) -> None:
         env.close()
 
 
-def test_auto_backend_moves_new_sessions_to_workers_once_the_env_proves_slow():
+def test_auto_backend_keeps_a_gymnasium_envs_sessions_in_the_server_however_slow_it_is():
     with openenv_gym.local_server(SlowEnv, env_kwargs={"delay": 0.003}) as url:
-        assert _opened_backend(url) == "sync"  # nothing known yet
+        assert _opened_backend(url) == "sync"
         _step_a_few_times(url)
-        assert _opened_backend(url) == "async"
-    with openenv_gym.local_server("CartPole-v1") as url:
-        _step_a_few_times(url)
-        assert _opened_backend(url) == "sync"  # fast envs stay in the server
+        assert _opened_backend(url) == "sync"  # async only when asked for: see docs/benchmarks.md
 
 
 def test_cli_takes_a_vector_backend():
