@@ -26,19 +26,20 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict
 
 from .._options import MergedByName
-from ..protocol import JSON_SUBPROTOCOL, MSGPACK_SUBPROTOCOL, Limits
+from ..protocol import CODECS, SUBPROTOCOLS, Limits
 from .retry import Reconnect
 
 __all__ = ["ConnectOptions", "ConnectKwargs", "Encoding"]
 
-#: ``"auto"`` uses msgpack when the server offers it and JSON otherwise.
-Encoding = Literal["auto", "json", "msgpack"]
+#: ``"auto"``, or the name of one of :data:`~openenv_gym.protocol.CODECS` (a test holds
+#: the two to each other: a type cannot be computed from the table).
+Encoding = Literal["auto", "msgpack", "json"]
 
-#: The subprotocols each encoding offers, in order of preference.
+#: The subprotocols each encoding offers, in order of preference: ``"auto"`` offers every
+#: codec's, and the server picks the first it speaks.
 OFFERS: Mapping[str, tuple[str, ...]] = {
-    "auto": (MSGPACK_SUBPROTOCOL, JSON_SUBPROTOCOL),
-    "msgpack": (MSGPACK_SUBPROTOCOL,),
-    "json": (JSON_SUBPROTOCOL,),
+    "auto": SUBPROTOCOLS,
+    **{codec.name: (codec.subprotocol,) for codec in CODECS},
 }
 
 
@@ -47,8 +48,10 @@ class ConnectOptions(MergedByName):
     """How a client connects to an OpenEnv server.
 
     Args:
-        encoding: ``"auto"`` (msgpack when the server offers it, else JSON),
-            ``"json"`` or ``"msgpack"`` (fails against servers without it).
+        encoding: ``"auto"`` (the first of :data:`~openenv_gym.protocol.CODECS`
+            the server offers: msgpack, else JSON), or the name of one
+            (``"msgpack"``, ``"json"``; a codec other than JSON fails against
+            servers without it).
         token: sent as ``Authorization: Bearer <token>`` (servers started
             with ``--token``).
         headers: extra HTTP headers for ``/schema``, ``/health`` and the
@@ -93,7 +96,8 @@ class ConnectOptions(MergedByName):
 
     def __post_init__(self) -> None:
         if self.encoding not in OFFERS:
-            raise ValueError(f"encoding must be 'auto', 'json' or 'msgpack', not {self.encoding!r}")
+            choices = ", ".join(map(repr, OFFERS))
+            raise ValueError(f"encoding must be one of {choices}, not {self.encoding!r}")
         if self.compression not in (None, "deflate"):
             raise ValueError(f"compression must be None or 'deflate', not {self.compression!r}")
         for name in ("max_message_bytes", "max_document_bytes"):

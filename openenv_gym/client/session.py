@@ -15,7 +15,6 @@ from collections.abc import Mapping
 
 from ..errors import CLOSING_ERRORS, ConnectionClosedError, MessageTimeoutError, ProtocolMismatchError, RemoteError
 from ..protocol import (
-    MSGPACK_SUBPROTOCOL,
     WS_REPLIES,
     ClientMessage,
     Close,
@@ -35,14 +34,17 @@ Replies = Mapping[str, type[ServerMessage]]
 
 
 def negotiated_codec(url: str, options: ConnectOptions, chosen: str | None) -> Codec:
-    """The codec for the subprotocol the server chose; ``encoding="msgpack"``
-    refuses a server that did not choose msgpack instead of falling back."""
-    if options.encoding == "msgpack" and chosen != MSGPACK_SUBPROTOCOL:
+    """The codec for the subprotocol the server chose. An ``encoding`` other than
+    ``"auto"`` refuses a server whose choice is another codec instead of falling back
+    (``"json"`` takes a stock server, which chooses none: it speaks JSON)."""
+    codec = codec_for(chosen, options.limits)
+    if options.encoding not in ("auto", codec.name):
+        server = "it is not an openenv-gym server" if chosen is None else f"it chose {chosen!r}"
         raise ProtocolMismatchError(
-            f"{url} does not offer msgpack frames (it is not an openenv-gym server); "
-            f"use encoding='json' or 'auto'"
+            f"{url} does not offer {options.encoding} frames ({server}); "
+            f"use encoding={codec.name!r} or 'auto'"
         )
-    return codec_for(chosen, options.limits)
+    return codec
 
 
 def read_reply(codec: Codec, frame: Frame, replies: Replies) -> ServerMessage:

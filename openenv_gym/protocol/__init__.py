@@ -7,10 +7,10 @@ typed messages out, and back.
 ===================  ==========================================================
 module               what it owns
 ===================  ==========================================================
-:mod:`.frames`       :class:`Limits`, size and shape checks, subprotocols, the
-                     process token of the handshake
-:mod:`.codecs`       JSON and msgpack frames, and how values travel on each
-                     (:class:`Codec`)
+:mod:`.frames`       :class:`Limits`, size and shape checks, the process token
+                     of the handshake
+:mod:`.codecs`       JSON and msgpack frames, how values travel on each
+                     (:class:`Codec`), and the subprotocols that select them
 :mod:`.hints`        type hints that carry numpy types and tuples over JSON
 :mod:`.messages`     the envelope validator and ``/ws``'s typed messages, both ways
 :mod:`.gym`          the action and observation objects of Gymnasium servers
@@ -37,13 +37,20 @@ error code; :class:`ErrorReply` is the frame that answers one.
 
 from __future__ import annotations
 
-from .codecs import Codec, JsonCodec, MsgpackCodec, codec_for, loads_json
-from .frames import (
+from .codecs import (
+    CODECS,
     JSON_SUBPROTOCOL,
     MSGPACK_SUBPROTOCOL,
+    SUBPROTOCOLS,
+    Codec,
+    JsonCodec,
+    MsgpackCodec,
+    codec_for,
+    loads_json,
+)
+from .frames import (
     PROCESS_HEADER,
     PROCESS_TOKEN,
-    SUBPROTOCOLS,
     Frame,
     Limits,
     check_shape,
@@ -77,6 +84,7 @@ __all__ = [
     "Codec",
     "JsonCodec",
     "MsgpackCodec",
+    "CODECS",
     "codec_for",
     "loads_json",
     "Frame",

@@ -14,7 +14,11 @@ msgpack                binary       ndarrays as raw bytes, numpy scalars, tuples
 Servers and clients never test which codec they hold: they ask it to
 :meth:`~Codec.pack_space` a value of a space, :meth:`~Codec.pack_data` a value
 without one (an ``info`` dict) and :meth:`~Codec.unpack_data` what the peer
-sent.
+sent. What the handshake offers and selects, what a client's ``encoding=`` may
+name and what a peer is told when it sends the wrong kind of frame all come from
+:data:`CODECS`, the codecs in their order of preference: a new codec is a class
+here and its entry there (and its name in
+:data:`~openenv_gym.client.options.Encoding`).
 
     >>> import numpy as np
     >>> from gymnasium.spaces import Box
@@ -45,7 +49,7 @@ from __future__ import annotations
 import json
 import math
 import struct
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import msgpack
@@ -54,9 +58,6 @@ import numpy as np
 from .. import spaces
 from ..errors import ErrorCode, ProtocolError
 from .frames import (
-    JSON_SUBPROTOCOL,
-    MSGPACK_SUBPROTOCOL,
-    SUBPROTOCOLS,
     Frame,
     Limits,
     check_shape,
@@ -67,28 +68,46 @@ from .frames import (
 )
 from .hints import ARRAY_DTYPES, apply_type_hints, jsonable, number_hint, type_hints
 
-__all__ = ["Codec", "JsonCodec", "MsgpackCodec", "codec_for", "loads_json"]
+__all__ = [
+    "Codec",
+    "JsonCodec",
+    "MsgpackCodec",
+    "CODECS",
+    "SUBPROTOCOLS",
+    "MSGPACK_SUBPROTOCOL",
+    "JSON_SUBPROTOCOL",
+    "codec_for",
+    "loads_json",
+]
 
 
 class Codec:
     """Turns messages into frames and frames into messages, and values into wire data.
 
-    ``binary`` tells the transport whether to send binary or text frames.
+    A codec class says what the handshake needs of it: its ``name`` (what
+    ``ConnectOptions(encoding=...)`` calls it), whether its frames are ``binary``
+    (else text), and the WebSocket ``subprotocol`` that selects it.
     ``decode`` raises :class:`~openenv_gym.errors.ProtocolError` (INVALID_JSON)
     on anything that is not a well-formed message within :class:`Limits`.
     ``extended`` is ``True`` when the peer is an openenv-gym peer (it chose one
-    of :data:`~openenv_gym.protocol.frames.SUBPROTOCOLS`), which reads the
-    extension fields; ``hints`` when values travel as JSON plus type hints.
+    of :data:`SUBPROTOCOLS`), which reads the extension fields; ``hints`` when
+    values travel as JSON plus type hints.
     """
 
-    name: str
-    binary: bool
-    subprotocol: str | None
+    name: ClassVar[str]
+    binary: ClassVar[bool]
+    subprotocol: ClassVar[str]
     extended: bool
     hints: bool
 
     def __init__(self, limits: Limits | None = None) -> None:
         self.limits = limits or Limits()
+
+    @classmethod
+    def negotiated(cls, limits: Limits | None = None) -> Codec:
+        """The codec of a session whose handshake selected :attr:`subprotocol` (an
+        openenv-gym peer at the other end)."""
+        return cls(limits)
 
     def encode(self, message: Any) -> Frame:
         raise NotImplementedError
@@ -166,21 +185,29 @@ def loads_json(text: str | bytes | memoryview, limits: Limits) -> Any:
 class JsonCodec(Codec):
     """OpenEnv's framing: one compact JSON object per text frame.
 
-    With ``subprotocol=None`` the peer is a stock OpenEnv peer: plain JSON
-    values, no hints. With :data:`~openenv_gym.protocol.frames.JSON_SUBPROTOCOL`
-    it is an openenv-gym peer: the same frames, plus type hints.
+    By default the peer is a stock OpenEnv peer (no subprotocol): plain JSON
+    values, no hints. ``extended=True`` (the handshake selected
+    :data:`JSON_SUBPROTOCOL`) is an openenv-gym peer: the same frames, plus type
+    hints.
     """
 
     name = "json"
     binary = False
+    #: The subprotocol an openenv-gym client offers for JSON: the frames are stock
+    #: OpenEnv JSON; selecting it only tells the server that the peer understands the
+    #: openenv-gym extension fields (exact info types, rendering).
+    subprotocol = "openenv-gym.json.v1"
 
     _encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
     _ascii_encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True)
 
-    def __init__(self, limits: Limits | None = None, *, subprotocol: str | None = None) -> None:
+    def __init__(self, limits: Limits | None = None, *, extended: bool = False) -> None:
         super().__init__(limits)
-        self.subprotocol = subprotocol
-        self.extended = self.hints = subprotocol is not None
+        self.extended = self.hints = extended
+
+    @classmethod
+    def negotiated(cls, limits: Limits | None = None) -> JsonCodec:
+        return cls(limits, extended=True)
 
     def encode(self, message: Any) -> str:
         try:
@@ -326,7 +353,8 @@ class MsgpackCodec(Codec):
 
     name = "msgpack"
     binary = True
-    subprotocol = MSGPACK_SUBPROTOCOL
+    #: The subprotocol that selects msgpack binary frames (openenv-gym extension, version 1).
+    subprotocol = "openenv-gym.msgpack.v1"
     extended = True
     hints = False
 
@@ -406,10 +434,22 @@ class MsgpackCodec(Codec):
             raise ProtocolError(ErrorCode.INVALID_JSON, f"Invalid msgpack: {reason}") from None
 
 
+#: Every codec openenv-gym speaks, in its order of preference: a server selects the first
+#: one whose subprotocol the client offers, and ``encoding="auto"`` offers them all.
+CODECS: tuple[type[Codec], ...] = (MsgpackCodec, JsonCodec)
+#: Every subprotocol the server understands, in order of preference.
+SUBPROTOCOLS = tuple(codec.subprotocol for codec in CODECS)
+#: The subprotocols of the codecs openenv-gym has always had, by name.
+MSGPACK_SUBPROTOCOL = MsgpackCodec.subprotocol
+JSON_SUBPROTOCOL = JsonCodec.subprotocol
+
+
 def codec_for(subprotocol: str | None, limits: Limits | None = None) -> Codec:
-    """The codec for a negotiated subprotocol (``None`` means stock JSON)."""
-    if subprotocol == MSGPACK_SUBPROTOCOL:
-        return MsgpackCodec(limits)
-    if subprotocol == JSON_SUBPROTOCOL or subprotocol is None:
-        return JsonCodec(limits, subprotocol=subprotocol)
+    """The codec for a negotiated subprotocol (``None``, none negotiated, means a stock
+    OpenEnv peer: plain JSON)."""
+    if subprotocol is None:
+        return JsonCodec(limits)
+    for codec in CODECS:
+        if codec.subprotocol == subprotocol:
+            return codec.negotiated(limits)
     raise ValueError(f"unknown subprotocol {subprotocol!r}; expected one of {SUBPROTOCOLS}")

@@ -12,9 +12,9 @@ allocation.
     ...
     openenv_gym.errors.ProtocolError: Message nesting exceeds the limit of 2 levels
 
-This module also holds what the WebSocket handshake negotiates: the
-subprotocols of openenv-gym's extensions and the per-process token that tells
-a peer in this very process.
+This module also holds what the WebSocket handshake carries besides the
+subprotocol (which :mod:`.codecs` owns): the header of the per-process token that
+tells a peer in this very process.
 """
 
 from __future__ import annotations
@@ -32,9 +32,6 @@ __all__ = [
     "Limits",
     "check_size",
     "check_shape",
-    "MSGPACK_SUBPROTOCOL",
-    "JSON_SUBPROTOCOL",
-    "SUBPROTOCOLS",
     "PROCESS_HEADER",
     "PROCESS_TOKEN",
     "is_loopback",
@@ -43,15 +40,6 @@ __all__ = [
 
 #: One WebSocket message: text (JSON) or binary (msgpack).
 Frame = str | bytes
-
-#: Subprotocol that selects msgpack binary frames (openenv-gym extension, version 1).
-MSGPACK_SUBPROTOCOL = "openenv-gym.msgpack.v1"
-#: Subprotocol an openenv-gym client offers for JSON: the frames are stock OpenEnv
-#: JSON; selecting it only tells the server that the peer understands the
-#: openenv-gym extension fields (exact info types, rendering).
-JSON_SUBPROTOCOL = "openenv-gym.json.v1"
-#: Every subprotocol the server understands, in order of preference.
-SUBPROTOCOLS = (MSGPACK_SUBPROTOCOL, JSON_SUBPROTOCOL)
 
 #: Handshake header (request and response) carrying :data:`PROCESS_TOKEN`.
 PROCESS_HEADER = "x-openenv-gym-process"

@@ -19,7 +19,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
 from ..errors import ErrorCode, ProtocolError
-from ..protocol import SUBPROTOCOLS, Codec
+from ..protocol import CODECS, Codec
 
 __all__ = [
     "Channel", "SessionEndpoint", "next_frame", "BackpressuredWebSocket", "GuardedHttp", "PendingConnections",
@@ -202,7 +202,7 @@ async def next_frame(websocket: Channel, codec: Codec) -> str | bytes | None:
 
     A frame of the other kind (binary on a JSON session, text on a msgpack
     one) ends the session with SESSION_ERROR, as OpenEnv does for binary
-    frames.
+    frames; its message names the subprotocols of the codecs that send such frames.
     """
     frame_key, other_key = ("bytes", "text") if codec.binary else ("text", "bytes")
     receive = websocket.receive_event
@@ -214,9 +214,16 @@ async def next_frame(websocket: Channel, codec: Codec) -> str | bytes | None:
         if frame is not None:
             return frame
         if event.get(other_key) is not None:
-            wanted = "binary msgpack" if codec.binary else "text JSON"
-            raise ProtocolError(
-                ErrorCode.SESSION_ERROR,
-                f"This session speaks {codec.name}: send {wanted} frames "
-                f"(negotiate the subprotocol {SUBPROTOCOLS[0]!r} for msgpack)",
-            )
+            raise ProtocolError(ErrorCode.SESSION_ERROR, _wrong_kind(codec))
+
+
+def _wrong_kind(codec: Codec) -> str:
+    """What a peer that sent the other kind of frame than ``codec``'s is told: the kind to
+    send, and the subprotocols of the codecs whose frames are of the kind it sent."""
+    kind, other = ("binary", "text") if codec.binary else ("text", "binary")
+    others = [c for c in CODECS if c.binary != codec.binary]
+    told = f"This session speaks {codec.name}: send {kind} frames"
+    if others:
+        told += ", or negotiate " + " or ".join(f"the subprotocol {c.subprotocol!r} for {c.name}" for c in others)
+        told += f" to send {other} frames"
+    return told
