@@ -48,7 +48,7 @@ DOCUMENTED = {
         "local_server", "ServeOptions", "list_envs", "ConnectOptions", "Reconnect", "Limits", "FieldsEnv", "errors",
         "protocol", "spaces",
     ],
-    "openenv_gym.protocol": ["codec_for", "Limits", "PROCESS_TOKEN"],
+    "openenv_gym.protocol": ["codec_for", "Limits", "PROCESS_HEADER"],
     "openenv_gym.sb3": ["RemoteVecEnv"],
 }
 

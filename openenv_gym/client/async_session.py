@@ -36,6 +36,7 @@ from websockets.frames import DATA_OPCODES, Frame
 from websockets.protocol import Event
 from websockets.typing import Data, Subprotocol
 
+from .._local import is_loopback
 from ..errors import (
     CLOSING_ERRORS,
     ConnectionClosedError,
@@ -44,7 +45,7 @@ from ..errors import (
     ProtocolMismatchError,
     RemoteError,
 )
-from ..protocol import WS_REPLIES, ClientMessage, Close, Codec, ServerMessage, is_loopback
+from ..protocol import WS_REPLIES, ClientMessage, Close, Codec, ServerMessage
 from .connection import MAX_UNREAD_MESSAGES, ws_url
 from .loop import reply_on
 from .options import ConnectOptions

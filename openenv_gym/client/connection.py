@@ -43,8 +43,9 @@ from websockets.protocol import State
 from websockets.typing import Subprotocol
 from websockets.uri import parse_uri
 
+from .._local import PROCESS_TOKEN, is_loopback, spin_turn
 from ..errors import ConnectionClosedError, LimitExceededError, MessageTimeoutError
-from ..protocol import PROCESS_HEADER, PROCESS_TOKEN, is_loopback, spin_turn
+from ..protocol import PROCESS_HEADER
 from .options import ConnectOptions
 
 __all__ = ["Connection", "wait_for_messages", "ws_url", "http_url"]
@@ -161,7 +162,7 @@ class Connection:
         ``options.busy_poll`` ``None`` is :data:`LOOPBACK_BUSY_POLL` for a
         loopback server in another process and 0 (never poll) otherwise:
         across a network the latency dwarfs a wake-up, and a server in this
-        process (:data:`~openenv_gym.protocol.PROCESS_TOKEN`) needs the GIL the
+        process (:data:`~openenv_gym._local.PROCESS_TOKEN`) needs the GIL the
         poller holds.
         """
         uri = parse_uri(url)

@@ -37,8 +37,9 @@ import urllib.parse
 import urllib.request
 from typing import Any
 
+from .._local import is_loopback
 from ..errors import ConnectionClosedError, LimitExceededError, MessageTimeoutError, OpenEnvGymError, ProtocolError
-from ..protocol import is_loopback, loads_json
+from ..protocol import loads_json
 from .options import ConnectOptions
 
 __all__ = ["get_json", "post_json"]

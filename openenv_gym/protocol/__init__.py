@@ -7,8 +7,8 @@ typed messages out, and back.
 ===================  ==========================================================
 module               what it owns
 ===================  ==========================================================
-:mod:`.frames`       :class:`Limits`, size and shape checks, the process token
-                     of the handshake
+:mod:`.frames`       :class:`Limits`, size and shape checks, the handshake's
+                     process header
 :mod:`.codecs`       JSON and msgpack frames, how values travel on each
                      (:class:`Codec`), and the subprotocols that select them
 :mod:`.hints`        type hints that carry numpy types and tuples over JSON
@@ -50,12 +50,9 @@ from .codecs import (
 )
 from .frames import (
     PROCESS_HEADER,
-    PROCESS_TOKEN,
     Frame,
     Limits,
     check_shape,
-    is_loopback,
-    spin_turn,
 )
 from .hints import apply_type_hints, jsonable, number_hint, type_hints
 from .messages import (
@@ -90,13 +87,10 @@ __all__ = [
     "Frame",
     "Limits",
     "check_shape",
-    "is_loopback",
-    "spin_turn",
     "JSON_SUBPROTOCOL",
     "MSGPACK_SUBPROTOCOL",
     "SUBPROTOCOLS",
     "PROCESS_HEADER",
-    "PROCESS_TOKEN",
     "jsonable",
     "type_hints",
     "number_hint",

@@ -12,16 +12,14 @@ allocation.
     ...
     openenv_gym.errors.ProtocolError: Message nesting exceeds the limit of 2 levels
 
-This module also holds what the WebSocket handshake carries besides the
+This module also names what the WebSocket handshake carries besides the
 subprotocol (which :mod:`.codecs` owns): the header of the per-process token that
-tells a peer in this very process.
+tells a peer in this very process (the token itself is the process's, not the
+protocol's: :mod:`openenv_gym._local`).
 """
 
 from __future__ import annotations
 
-import os
-import secrets
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,28 +31,15 @@ __all__ = [
     "check_size",
     "check_shape",
     "PROCESS_HEADER",
-    "PROCESS_TOKEN",
-    "is_loopback",
-    "spin_turn",
 ]
 
 #: One WebSocket message: text (JSON) or binary (msgpack).
 Frame = str | bytes
 
-#: Handshake header (request and response) carrying :data:`PROCESS_TOKEN`.
+#: Handshake header (request and response) carrying a random token of the sender's
+#: process (:data:`openenv_gym._local.PROCESS_TOKEN`): a peer that sees its own token
+#: runs in the same process.
 PROCESS_HEADER = "x-openenv-gym-process"
-#: A random token of this Python process. A client and a server that see the
-#: same one run in one process, under one GIL: neither busy-polls for the
-#: other there, since a spinning thread would only slow the one it waits for.
-PROCESS_TOKEN = secrets.token_hex(8)
-
-#: One turn of a busy-poll loop, on either side of a loopback connection:
-#: ``sched_yield(2)`` first lets the threads waiting for this core run (the
-#: peer that is to answer, another server, an env's own threads; it releases
-#: the GIL, so this process's other threads too). With a core to spare it costs
-#: a system call; on a busy machine the spinning side no longer holds a core
-#: the answer needs. Where there is no ``sched_yield`` (Windows), it does nothing.
-spin_turn: Callable[[], None] = getattr(os, "sched_yield", lambda: None)
 
 
 @dataclass(frozen=True)
@@ -147,15 +132,3 @@ def check_shape(value: Any, limits: Limits, frame_size: int) -> None:
         for child in children:
             if type(child) in _NESTED:
                 stack.append((child, depth + 1))
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` (a name or address, IPv4-mapped IPv6 included) is this machine.
-
-        >>> is_loopback("127.0.0.1"), is_loopback("[::1]"), is_loopback("example.org")
-        (True, True, False)
-    """
-    host = host.strip("[]").lower()
-    if host.startswith("::ffff:"):
-        host = host[len("::ffff:"):]
-    return host in ("localhost", "::1") or host.startswith("127.")

@@ -34,10 +34,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._local import PROCESS_TOKEN, is_loopback
 from ..errors import CLOSING_ERRORS, ErrorCode, ProtocolError
 from ..protocol import (
     PROCESS_HEADER,
-    PROCESS_TOKEN,
     SUBPROTOCOLS,
     ClientMessage,
     Close,
@@ -47,7 +47,6 @@ from ..protocol import (
     McpRequest,
     ServerMessage,
     codec_for,
-    is_loopback,
     parse_message,
 )
 from ..protocol.mcp import SERVER_ERROR, error_response

@@ -14,7 +14,7 @@ and only for sessions whose env calls run inline (a slow env's step dwarfs a
 wake-up). The client side is :data:`~openenv_gym.client.connection.LOOPBACK_BUSY_POLL`.
 
 Each turn first offers the core to whatever else waits for it
-(:data:`~openenv_gym.protocol.frames.spin_turn`): on a busy machine the
+(:data:`~openenv_gym._local.spin_turn`): on a busy machine the
 spinning loop no longer holds a core that the client, another server or the
 env's own threads need to produce the very message it waits for.
 
@@ -33,7 +33,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from ..protocol import spin_turn
+from .._local import spin_turn
 
 __all__ = ["BusyPoll", "DEFAULT_BUSY_POLL"]
 
