@@ -29,6 +29,7 @@ from .messages import Reset, Step
 __all__ = [
     "HttpError",
     "check_declared_size",
+    "check_body_size",
     "parse_body",
     "reset_request",
     "step_request",
@@ -60,10 +61,12 @@ def check_declared_size(content_length: str | None, limits: Limits) -> None:
         size = int(content_length)
     except ValueError:
         raise http_error(ProtocolError(ErrorCode.INVALID_JSON, f"Invalid Content-Length {content_length!r}")) from None
-    _check_size(size, limits)
+    check_body_size(size, limits)
 
 
-def _check_size(size: int, limits: Limits) -> None:
+def check_body_size(size: int, limits: Limits) -> None:
+    """Refuse (HTTP 413) a body of ``size`` bytes over the frame limit: a declared size, or
+    the bytes of a body read so far, so that a server stops reading as soon as it knows."""
     try:
         check_size(size, limits)
     except ProtocolError as exc:
@@ -72,7 +75,7 @@ def _check_size(size: int, limits: Limits) -> None:
 
 def parse_body(raw: bytes, limits: Limits) -> Any:
     """A JSON body within ``limits`` (an empty body is ``{}``)."""
-    _check_size(len(raw), limits)
+    check_body_size(len(raw), limits)
     if not raw.strip():
         return {}
     try:
@@ -121,7 +124,7 @@ def jsonrpc_request(raw: bytes, limits: Limits) -> Any:
     """``POST /mcp``: the decoded JSON-RPC payload. A body over the size limit is
     an HTTP 413; one that is not JSON within the limits, a JSON-RPC parse error
     (HTTP 200, as JSON-RPC answers it)."""
-    _check_size(len(raw), limits)
+    check_body_size(len(raw), limits)
     try:
         return loads_json(raw, limits)
     except ProtocolError as exc:

@@ -67,8 +67,7 @@ async def read_body(request: Request, server: Server) -> bytes:
         except ClientDisconnect:
             raise wire.HttpError(400, {"detail": "The client left before the end of its request body"}) from None
         size += len(chunk)
-        if size > limits.max_frame_bytes:
-            wire.parse_body(b" " * size, limits)  # raises the 413
+        wire.check_body_size(size, limits)
         chunks.append(chunk)
 
 
