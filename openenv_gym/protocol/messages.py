@@ -2,13 +2,16 @@
 
 Every message on every route is a JSON object (or msgpack map) with a
 ``type`` and, for most types, a ``data`` object. Here each message type is a
-small class, the way h11 has events (plain slotted records, read-only by
-convention: a frozen dataclass costs a microsecond more per message, every
-step, on both sides): a client builds :class:`Step`
-and sends ``step.to_wire()``; a server gets one back from
-:func:`parse_message` and answers with :class:`Observation`,
-:class:`StateReply`, :class:`ErrorReply`, ... Nothing outside this package
-builds or reads an envelope.
+small class, the way h11 has events: a client builds :class:`Step` and sends
+``step.to_wire()``; a server gets one back from :func:`parse_message` and answers
+with :class:`Observation`, :class:`StateReply`, :class:`ErrorReply`, ... Nothing
+outside this package builds or reads an envelope.
+
+Messages are slotted dataclasses, read-only by convention: nothing changes one once
+it is built. They are not frozen because a frozen dataclass's ``__init__`` sets each
+field through ``object.__setattr__``: 0.15 to 0.6 µs more per message, and a step's
+round trip builds four (two on each side), 1.3 µs for one env and 1.8 µs for a
+vector env, over 1% of a 50 to 100 µs round trip.
 
     >>> message = parse_message({"type": "reset", "data": {"seed": 7, "level": 2}}, WS_MESSAGES)
     >>> message
