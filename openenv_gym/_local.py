@@ -14,6 +14,7 @@ package only names the header; the token, the host check and the system call liv
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import secrets
 from collections.abc import Callable
@@ -37,6 +38,9 @@ spin_turn: Callable[[], None] = getattr(os, "sched_yield", lambda: None)
 def is_loopback(host: str) -> bool:
     """Whether ``host`` (a name or address, IPv4-mapped IPv6 included) is this machine."""
     host = host.strip("[]").lower()
-    if host.startswith("::ffff:"):
-        host = host[len("::ffff:"):]
-    return host in ("localhost", "::1") or host.startswith("127.")
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:  # a name: only localhost is sure to be this machine ("127.example.org" may be anywhere)
+        return host == "localhost"
+    mapped = getattr(address, "ipv4_mapped", None)
+    return (mapped or address).is_loopback

@@ -29,7 +29,7 @@ def test_a_spin_turn_gives_the_core_away_and_returns():
 
 @pytest.mark.parametrize(("host", "local"), [
     ("127.0.0.1", True), ("127.8.9.10", True), ("LOCALHOST", True), ("[::1]", True), ("::ffff:127.0.0.1", True),
-    ("example.org", False), ("192.168.1.1", False), ("::", False), ("[::ffff:10.1.1.1]", False), ("", False),
+    ("example.org", False), ("127.example.org", False), ("192.168.1.1", False), ("::", False), ("[::ffff:10.1.1.1]", False), ("", False),
 ])
 def test_loopback_is_this_machine_by_name_or_address(host, local):
     assert is_loopback(host) is local

@@ -65,8 +65,7 @@ from ..protocol.mcp import (
 )
 from ..spaces._common import MAX_QUOTED_CHARS, clipped
 from .source import EnvSource
-from .tools import ServedTool as Tool
-from .tools import ToolOutcome
+from .tools import ServedTool, ToolOutcome
 
 __all__ = ["answer", "answer_http", "HttpAnswer", "Registry", "ACKNOWLEDGED", "NOT_SUPPORTED", "unknown_session"]
 
@@ -93,7 +92,7 @@ class McpSession(Protocol):
     #: The server's sessions that outlive their sockets (``openenv/session/close``).
     registry: Registry | None
 
-    def toolbox(self) -> Mapping[str, Tool] | None:
+    def toolbox(self) -> Mapping[str, ServedTool] | None:
         """Its tools by name (``None``: it serves none)."""
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> ToolOutcome:

@@ -73,8 +73,7 @@ from .attributes import OneEnv, SubEnvs, chosen
 from .execution import EnvCaller
 from .isolation import EnvCrashed, env_processes
 from .source import EnvSource
-from .tools import Position, ToolOutcome, gym_tools
-from .tools import ServedTool as Tool
+from .tools import Position, ServedTool, ToolOutcome, gym_tools
 
 __all__ = [
     "EnvHost", "Session", "describe_error", "env_error", "wants_text", "check_injection", "inject_state",
@@ -178,7 +177,7 @@ class EnvHost:
 
     # -- MCP --------------------------------------------------------------------------
 
-    def toolbox(self) -> dict[str, Tool] | None:
+    def toolbox(self) -> dict[str, ServedTool] | None:
         """The session's MCP tools by name, or ``None`` for a session without tools."""
         return None
 
@@ -302,7 +301,7 @@ class Session(EnvHost):
         self.position: Position | None = None
         self._view: Any = None
         self._view_env: Any = None
-        self._tools: dict[str, Tool] | None = None
+        self._tools: dict[str, ServedTool] | None = None
 
     def speak(self, codec: Codec, query: Mapping[str, str]) -> None:
         super().speak(codec, query)
@@ -432,7 +431,7 @@ class Session(EnvHost):
             logger.warning("text_view_failed env=%s", self.source.name, exc_info=True)
             return value_text(self.source.observation_space, obs)
 
-    def toolbox(self) -> dict[str, Tool] | None:
+    def toolbox(self) -> dict[str, ServedTool] | None:
         if self._tools is None:
             tools = [*gym_tools(self.view), *self.source.tools]
             self._tools = {tool.name: tool for tool in tools}
