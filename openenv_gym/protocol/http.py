@@ -114,7 +114,7 @@ def step_request(raw: bytes, limits: Limits) -> tuple[Step, Reset]:
         )
     seed = body.get("seed")
     try:
-        reset = Reset.from_data({"seed": seed} if isinstance(seed, int) else None)
+        reset = Reset.from_data({"seed": seed} if seed is not None else None)  # a seed that is not an int: 422
     except ProtocolError as exc:
         raise http_error(exc) from None
     return Step(body["action"]), reset

@@ -193,11 +193,6 @@ def test_a_json_rpc_body_that_is_not_json_is_a_parse_error_with_a_null_id(raw, r
     assert response["error"]["message"].startswith(reason)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "http.py:123 passes the seed of a POST /step body on only when it is an int: a seed of "
-    "another type ('3', 1.5) is dropped without a word and the env resets unseeded, where "
-    "POST /reset refuses the same seed with 422 (int_type)"
-))
 @pytest.mark.parametrize("seed", ["3", 1.5])
 def test_a_step_body_with_a_seed_that_is_not_an_integer_is_422(seed):
     error = http_refused(lambda: http.step_request(json.dumps({"action": {}, "seed": seed}).encode(), Limits()))
