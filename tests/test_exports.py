@@ -122,7 +122,7 @@ RAISED_FROM = {
     "openenv_gym.spaces": ["SpaceValueError"],
     "openenv_gym.protocol.http": ["HttpError"],
     "openenv_gym.protocol.mcp": ["JsonRpcError"],
-    "openenv_gym.server.deadline": ["EnvCallInterrupted"],
+    "openenv_gym.server.execution": ["EnvCallInterrupted"],
     "openenv_gym.server.isolation": ["EnvCrashed"],
     "openenv_gym.kit": ["ProbeError"],
     "openenv_gym.ray": ["PoolCapacityError"],

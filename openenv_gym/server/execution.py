@@ -9,6 +9,18 @@ thread (:func:`single_thread_worker`); and with ``execution="process"`` each env
 lives in a process of its own (:mod:`.isolation`). A call that outlives its step
 timeout is abandoned and counted in :class:`HungCalls` until it returns.
 
+An inline call that hangs would hang the event loop with it: every other session,
+``/health`` and shutdown would wait. :class:`InlineDeadline` bounds that: a watchdog
+thread notices an inline call that has run past its deadline and interrupts it, by a
+signal to the event loop's thread, whose handler raises
+:class:`~openenv_gym.errors.EnvCallInterrupted` inside the env call. The session then
+answers EXECUTION_ERROR, gets a fresh env, and runs its calls on its thread from then on.
+Signals reach Python code in the main thread only, so the deadline holds where the event
+loop runs in the main thread (``openenv-gym serve``, :func:`~openenv_gym.serve`); under
+:func:`~openenv_gym.local_server`'s background thread it is not enforced. A C extension
+that blocks without checking for signals cannot be interrupted; such an env belongs on its
+thread (``execution="thread"``) or in its own process (``execution="process"``).
+
     >>> import asyncio
     >>> caller = EnvCaller("thread")
     >>> asyncio.run(caller(sum, [1, 2, 3]))
@@ -22,17 +34,19 @@ import asyncio
 import functools
 import logging
 import queue
+import signal
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Any, Literal
+from types import FrameType
+from typing import Any, ClassVar, Literal
 
-from ..errors import EnvCallTimeout
-from .deadline import EnvCallInterrupted, InlineDeadline
+from ..errors import EnvCallInterrupted, EnvCallTimeout
 from .source import EnvSource
 
 __all__ = [
+    "InlineDeadline", "EnvCallInterrupted", "INTERRUPT_SIGNAL",
     "Execution", "EnvCaller", "HungCalls", "single_thread_worker", "SINGLE_THREAD_NAME", "BUILD_TIMEOUT",
     "DEFAULT_INLINE_DEADLINE",
 ]
@@ -50,7 +64,7 @@ Execution = Literal["auto", "thread", "inline", "process"]
 #: Seconds building a session's env may take under a step timeout (if that is shorter).
 BUILD_TIMEOUT = 60.0
 
-#: Seconds an inline env call may run before it is interrupted (see :mod:`.deadline`).
+#: Seconds an inline env call may run before it is interrupted (see :class:`InlineDeadline`).
 DEFAULT_INLINE_DEADLINE = 5.0
 
 #: The longest run of fast calls an often-demoted session needs to run inline again.
@@ -106,7 +120,7 @@ class EnvCaller:
     which is not abandoned: the calls queued behind a hung one wait for it, and
     the timeout counts that wait). Without one, an inline call that runs past
     ``inline_deadline`` is interrupted where the platform allows
-    (:mod:`.deadline`), raising :class:`EnvCallInterrupted`, and the session
+    (:class:`InlineDeadline`), raising :class:`EnvCallInterrupted`, and the session
     runs on its thread for good: a fast env that hangs stalls the event loop
     for ``inline_deadline`` seconds, not for ever.
 
@@ -144,7 +158,7 @@ class EnvCaller:
         self.timeout = timeout
         #: Where calls this caller abandons are counted until they return.
         self.hung = hung
-        #: Seconds an inline call may run before it is interrupted (see :mod:`.deadline`).
+        #: Seconds an inline call may run before it is interrupted (see :class:`InlineDeadline`).
         self.inline_deadline = inline_deadline
         self._deadline: InlineDeadline | None = None
         self.execution = execution
@@ -373,3 +387,67 @@ class _Timed:
         if self.usage:
             self.after = _thread_usage()
         return result
+
+
+# -- the deadline of inline calls ---------------------------------------------------
+
+#: The signal the watchdog sends to interrupt an overdue inline call.
+INTERRUPT_SIGNAL = getattr(signal, "SIGUSR2", None)
+#: Seconds between the watchdog's looks.
+_TICK = 0.1
+
+
+class InlineDeadline:
+    """Interrupts the inline env call of one thread that runs past its deadline.
+
+    One per thread that runs an event loop (:meth:`for_this_thread`); a
+    no-op where signals cannot reach (not the main thread, no ``SIGUSR2``).
+    """
+
+    _instances: ClassVar[dict[int, InlineDeadline]] = {}
+    _lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self, enforced: bool) -> None:
+        self.enforced = enforced
+        self._ends_at: float | None = None
+        self._seconds = 0.0
+        if enforced:
+            assert INTERRUPT_SIGNAL is not None
+            self._thread_id = threading.get_ident()
+            signal.signal(INTERRUPT_SIGNAL, self._interrupt)
+            threading.Thread(target=self._watch, name="openenv-gym deadline", daemon=True).start()
+
+    @classmethod
+    def for_this_thread(cls) -> InlineDeadline:
+        """The deadline keeper of the calling thread (made on first use)."""
+        ident = threading.get_ident()
+        with cls._lock:
+            keeper = cls._instances.get(ident)
+            if keeper is None:
+                main = threading.current_thread() is threading.main_thread()
+                keeper = cls._instances[ident] = cls(enforced=main and INTERRUPT_SIGNAL is not None)
+            return keeper
+
+    def begin(self, seconds: float) -> None:
+        """An inline env call that must end within ``seconds`` starts (``end`` it in a ``finally``)."""
+        if self.enforced:
+            self._seconds = seconds
+            self._ends_at = time.monotonic() + seconds
+
+    def end(self) -> None:
+        """The inline env call ended."""
+        self._ends_at = None
+
+    def _watch(self) -> None:
+        while True:
+            time.sleep(_TICK)
+            ends_at = self._ends_at
+            if ends_at is not None and time.monotonic() > ends_at:
+                signal.pthread_kill(self._thread_id, INTERRUPT_SIGNAL)  # type: ignore[arg-type]
+                time.sleep(_TICK)  # once per tick at most, until the call unwinds
+
+    def _interrupt(self, signum: int, frame: FrameType | None) -> None:
+        ends_at = self._ends_at
+        if ends_at is not None and time.monotonic() > ends_at:
+            self._ends_at = None
+            raise EnvCallInterrupted(f"the call ran inline for longer than {self._seconds} s")

@@ -107,7 +107,7 @@ class ServeOptions(MergedByName):
     inline_deadline: float | None = DEFAULT_INLINE_DEADLINE
     """Seconds an env call running inline on the event loop (a session whose env proved
     fast) may take before it is interrupted, its session answered EXECUTION_ERROR and
-    given a fresh env that runs on its thread (see :mod:`openenv_gym.server.deadline`;
+    given a fresh env that runs on its thread (see :class:`~openenv_gym.server.execution.InlineDeadline`;
     enforced where the event loop runs in the main thread, as :func:`~openenv_gym.serve`
     and the CLI run it). ``None``: no deadline."""
 
