@@ -109,8 +109,9 @@ def _pool_factory(source: EnvSource) -> PoolFactory | None:
 
 class AsyncBackend(Backend):
     """An ``AsyncVectorEnv``: one worker process per sub-env, for slow envs on a many-core
-    server, when the server asks for it (``"auto"`` never chooses it: switching to it once
-    an env proved slow paid nothing measurable, docs/benchmarks.md, "Latency mechanisms").
+    server, when the server asks for it (``"auto"`` never chooses it; for a 1 ms env of 8
+    sessions it paid 1.16x on 2 cores, for CartPole it cost 5-10x: docs/benchmarks.md,
+    "Latency mechanisms").
 
     AsyncVectorEnv forks its workers from the server, which would hand each of them a copy
     of every open TCP socket (the listening one, other clients' connections): a worker
