@@ -309,7 +309,7 @@ class PerCallCosts:
     def open(self) -> dict[str, Any]:
         import resource
 
-        from openenv_gym.server.execution import InlineDeadline
+        from openenv_gym.server.latency import InlineDeadline
 
         keeper = InlineDeadline.for_this_thread()
 

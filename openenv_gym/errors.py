@@ -348,7 +348,7 @@ class EnvCallTimeout(OpenEnvGymError, TimeoutError):
 class EnvCallInterrupted(EnvCallTimeout):
     """An env call the server ran inline on its event loop ran past its deadline, and the
     server interrupted it (raised inside the env's code, as a signal handler raises; the
-    session then gets a fresh env, see :class:`openenv_gym.server.execution.InlineDeadline`)."""
+    session then gets a fresh env, see :class:`openenv_gym.server.latency.InlineDeadline`)."""
 
 
 class EnvCrashed(OpenEnvGymError):

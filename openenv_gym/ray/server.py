@@ -22,7 +22,7 @@ import ray
 from ..client import ConnectOptions
 from ..client.http import get_json
 from ..errors import ListenError
-from ..server.polling import DEFAULT_BUSY_POLL
+from ..server.latency import DEFAULT_BUSY_POLL
 from ..server.run import local_server
 from ..server.source import EnvLike
 

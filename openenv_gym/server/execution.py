@@ -10,9 +10,9 @@ lives in a process of its own (:mod:`.isolation`). A call that outlives its step
 timeout is abandoned and counted in :class:`HungCalls` until it returns.
 
 An inline call that hangs would hang the event loop with it: every other session,
-``/health`` and shutdown would wait. :class:`InlineDeadline` bounds that: a watchdog
-thread notices an inline call that has run past its deadline and interrupts it, by a
-signal to the event loop's thread, whose handler raises
+``/health`` and shutdown would wait. :class:`~.latency.InlineDeadline` bounds that: a
+watchdog thread notices an inline call that has run past its deadline and interrupts it,
+by a signal to the event loop's thread, whose handler raises
 :class:`~openenv_gym.errors.EnvCallInterrupted` inside the env call. The session then
 answers EXECUTION_ERROR, gets a fresh env, and runs its calls on its thread from then on.
 Signals reach Python code in the main thread only, so the deadline holds where the event
@@ -20,6 +20,8 @@ loop runs in the main thread (``openenv-gym serve``, :func:`~openenv_gym.serve`)
 :func:`~openenv_gym.local_server`'s background thread it is not enforced. A C extension
 that blocks without checking for signals cannot be interrupted; such an env belongs on its
 thread (``execution="thread"``) or in its own process (``execution="process"``).
+When a session runs inline, and the deadline, are the latency mechanisms of
+:mod:`.latency`, set by its :class:`~.latency.LatencyPolicy`.
 
     >>> import asyncio
     >>> caller = EnvCaller("thread")
@@ -34,22 +36,17 @@ import asyncio
 import functools
 import logging
 import queue
-import signal
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from types import FrameType
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 from ..errors import EnvCallInterrupted, EnvCallTimeout
+from .latency import DEFAULT_POLICY, InlineDeadline, InlinePromotion, LatencyPolicy, thread_usage
 from .source import EnvSource
 
-__all__ = [
-    "InlineDeadline", "EnvCallInterrupted", "INTERRUPT_SIGNAL",
-    "Execution", "EnvCaller", "HungCalls", "single_thread_worker", "SINGLE_THREAD_NAME", "BUILD_TIMEOUT",
-    "DEFAULT_INLINE_DEADLINE",
-]
+__all__ = ["Execution", "EnvCaller", "HungCalls", "single_thread_worker", "SINGLE_THREAD_NAME", "BUILD_TIMEOUT"]
 
 logger = logging.getLogger("openenv_gym.server")
 
@@ -64,45 +61,14 @@ Execution = Literal["auto", "thread", "inline", "process"]
 #: Seconds building a session's env may take under a step timeout (if that is shorter).
 BUILD_TIMEOUT = 60.0
 
-#: Seconds an inline env call may run before it is interrupted (see :class:`InlineDeadline`).
-DEFAULT_INLINE_DEADLINE = 5.0
-
-#: The longest run of fast calls an often-demoted session needs to run inline again.
-MAX_PROMOTE_AFTER = 4096
-
-try:
-    import resource
-
-    _RUSAGE_THREAD: int | None = resource.RUSAGE_THREAD  # Linux
-except (ImportError, AttributeError):
-    _RUSAGE_THREAD = None
-
-
-def _thread_usage() -> tuple[float, int] | None:
-    """CPU seconds and voluntary context switches of the calling thread, where
-    the platform tells them (Linux), else ``None``."""
-    if _RUSAGE_THREAD is None:
-        return None
-    usage = resource.getrusage(_RUSAGE_THREAD)
-    return usage.ru_utime + usage.ru_stime, usage.ru_nvcsw
-
-
 class EnvCaller:
     """Runs one session's env calls inline or on its own worker thread.
 
-    In ``"auto"`` mode a session starts on its thread; after ``promote_after``
-    consecutive calls that each took less than ``inline_threshold`` seconds it
-    runs inline, and the first call slower than that sends it back to its
-    thread. Where the platform reports per-thread usage (Linux), a slow
-    call that neither blocked nor used ``inline_threshold`` of CPU was only
-    preempted by another process: it counts as fast, inline and on the
-    thread alike (on a busy machine, a streak of calls timed by the clock
-    alone would rarely reach ``promote_after``). Each demotion
-    doubles the run of fast calls needed to come back
-    (up to :data:`MAX_PROMOTE_AFTER`), so a genuinely slow env stays on its
-    thread while a fast env that was merely preempted on a busy machine
-    returns inline. A fast env that suddenly turns slow stalls the event loop
-    for that one call. Thread-bound envs (GUI toolkits, browser automation)
+    In ``"auto"`` mode a session starts on its thread and runs inline once its
+    calls have proven fast, back on its thread at the first slow one
+    (:class:`~.latency.InlinePromotion`, by the ``policy``'s threshold and run
+    length). A fast env that suddenly turns slow stalls the event loop for that
+    one call. Thread-bound envs (GUI toolkits, browser automation)
     should use ``"thread"``, which keeps every call on one thread.
 
     With ``single_thread``, every call runs on the one thread this process
@@ -119,8 +85,8 @@ class EnvCaller:
     gets a fresh one (a single-thread caller's calls stay on their one thread,
     which is not abandoned: the calls queued behind a hung one wait for it, and
     the timeout counts that wait). Without one, an inline call that runs past
-    ``inline_deadline`` is interrupted where the platform allows
-    (:class:`InlineDeadline`), raising :class:`EnvCallInterrupted`, and the session
+    the ``policy``'s ``inline_deadline`` is interrupted where the platform allows
+    (:class:`~.latency.InlineDeadline`), raising :class:`EnvCallInterrupted`, and the session
     runs on its thread for good: a fast env that hangs stalls the event loop
     for ``inline_deadline`` seconds, not for ever.
 
@@ -133,11 +99,9 @@ class EnvCaller:
         self,
         execution: Execution = "auto",
         *,
+        policy: LatencyPolicy = DEFAULT_POLICY,
         timeout: float | None = None,
-        inline_threshold: float = 0.002,
-        promote_after: int = 16,
         hung: HungCalls | None = None,
-        inline_deadline: float | None = DEFAULT_INLINE_DEADLINE,
         single_thread: bool = False,
         memory_mb: int | None = None,
     ) -> None:
@@ -158,14 +122,13 @@ class EnvCaller:
         self.timeout = timeout
         #: Where calls this caller abandons are counted until they return.
         self.hung = hung
-        #: Seconds an inline call may run before it is interrupted (see :class:`InlineDeadline`).
-        self.inline_deadline = inline_deadline
+        #: Seconds an inline call may run before it is interrupted (see :class:`~.latency.InlineDeadline`).
+        self.inline_deadline = policy.inline_deadline
         self._deadline: InlineDeadline | None = None
         self.execution = execution
-        self.inline_threshold = inline_threshold
-        self.promote_after = promote_after
+        #: When an ``"auto"`` session runs inline.
+        self.promotion = InlinePromotion(policy)
         self._inline = execution == "inline"
-        self._fast_calls = 0
         #: Seconds the calls spent running (on the thread: from when it started
         #: the call, so waiting for the thread is not counted), summed until reset.
         self.seconds = 0.0
@@ -191,7 +154,7 @@ class EnvCaller:
     async def __call__(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         if self._inline:
             auto = self.execution == "auto"
-            usage = _thread_usage() if auto else None
+            usage = thread_usage() if auto else None
             deadline = self._deadline or self._deadline_keeper()
             start = time.perf_counter()
             if deadline is not None:
@@ -205,10 +168,8 @@ class EnvCaller:
                 if deadline is not None:
                     deadline.end()
                 self.seconds += (elapsed := time.perf_counter() - start)
-                if auto and elapsed > self.inline_threshold and self._worked(usage, _thread_usage()):
+                if auto and not self.promotion.after_inline_call(elapsed, usage, thread_usage()):
                     self._inline = False
-                    self._fast_calls = 0
-                    self.promote_after = min(self.promote_after * 2, MAX_PROMOTE_AFTER)
         return await self._on_thread(fn, args, kwargs, self.timeout)
 
     async def build(self, fn: Callable[[], Any]) -> Any:
@@ -238,16 +199,8 @@ class EnvCaller:
         finally:
             if timed.elapsed is not None:
                 self.seconds += timed.elapsed
-            if self.execution == "auto":
-                elapsed = timed.elapsed
-                if elapsed is not None and (
-                    elapsed < self.inline_threshold or not self._worked(timed.before, timed.after)
-                ):
-                    self._fast_calls += 1
-                    if self._fast_calls >= self.promote_after:
-                        self._inline = True
-                else:
-                    self._fast_calls = 0
+            if self.execution == "auto" and self.promotion.after_thread_call(timed.elapsed, timed.before, timed.after):
+                self._inline = True
 
     def _deadline_keeper(self) -> InlineDeadline | None:
         """The deadline keeper of the event loop's thread, when calls have a deadline."""
@@ -256,15 +209,6 @@ class EnvCaller:
         if self._deadline is None:
             self._deadline = InlineDeadline.for_this_thread()
         return self._deadline
-
-    def _worked(self, before: tuple[float, int] | None, after: tuple[float, int] | None) -> bool:
-        """Whether a call that took long, between the usages ``before`` and ``after``
-        of its thread, blocked or computed (``False``: it was merely preempted;
-        ``True`` where the usage is unknown)."""
-        if before is None or after is None:
-            return True
-        cpu, blocked = after[0] - before[0], after[1] > before[1]
-        return blocked or cpu >= self.inline_threshold
 
     def shutdown(self) -> None:
         """Let the worker thread end once its call (if any) returns; a call that is
@@ -368,7 +312,7 @@ def single_thread_worker() -> _Worker:
 
 class _Timed:
     """A call run on a worker thread, timed there: the seconds it took and, with ``usage``
-    and where the platform tells it, the thread's usage before and after (see :func:`_thread_usage`)."""
+    and where the platform tells it, the thread's usage before and after (see :func:`~.latency.thread_usage`)."""
 
     __slots__ = ("fn", "args", "kwargs", "usage", "elapsed", "before", "after")
 
@@ -380,74 +324,10 @@ class _Timed:
 
     def __call__(self) -> Any:
         if self.usage:
-            self.before = _thread_usage()
+            self.before = thread_usage()
         start = time.perf_counter()
         result = self.fn(*self.args, **self.kwargs)
         self.elapsed = time.perf_counter() - start
         if self.usage:
-            self.after = _thread_usage()
+            self.after = thread_usage()
         return result
-
-
-# -- the deadline of inline calls ---------------------------------------------------
-
-#: The signal the watchdog sends to interrupt an overdue inline call.
-INTERRUPT_SIGNAL = getattr(signal, "SIGUSR2", None)
-#: Seconds between the watchdog's looks.
-_TICK = 0.1
-
-
-class InlineDeadline:
-    """Interrupts the inline env call of one thread that runs past its deadline.
-
-    One per thread that runs an event loop (:meth:`for_this_thread`); a
-    no-op where signals cannot reach (not the main thread, no ``SIGUSR2``).
-    """
-
-    _instances: ClassVar[dict[int, InlineDeadline]] = {}
-    _lock: ClassVar[threading.Lock] = threading.Lock()
-
-    def __init__(self, enforced: bool) -> None:
-        self.enforced = enforced
-        self._ends_at: float | None = None
-        self._seconds = 0.0
-        if enforced:
-            assert INTERRUPT_SIGNAL is not None
-            self._thread_id = threading.get_ident()
-            signal.signal(INTERRUPT_SIGNAL, self._interrupt)
-            threading.Thread(target=self._watch, name="openenv-gym deadline", daemon=True).start()
-
-    @classmethod
-    def for_this_thread(cls) -> InlineDeadline:
-        """The deadline keeper of the calling thread (made on first use)."""
-        ident = threading.get_ident()
-        with cls._lock:
-            keeper = cls._instances.get(ident)
-            if keeper is None:
-                main = threading.current_thread() is threading.main_thread()
-                keeper = cls._instances[ident] = cls(enforced=main and INTERRUPT_SIGNAL is not None)
-            return keeper
-
-    def begin(self, seconds: float) -> None:
-        """An inline env call that must end within ``seconds`` starts (``end`` it in a ``finally``)."""
-        if self.enforced:
-            self._seconds = seconds
-            self._ends_at = time.monotonic() + seconds
-
-    def end(self) -> None:
-        """The inline env call ended."""
-        self._ends_at = None
-
-    def _watch(self) -> None:
-        while True:
-            time.sleep(_TICK)
-            ends_at = self._ends_at
-            if ends_at is not None and time.monotonic() > ends_at:
-                signal.pthread_kill(self._thread_id, INTERRUPT_SIGNAL)  # type: ignore[arg-type]
-                time.sleep(_TICK)  # once per tick at most, until the call unwinds
-
-    def _interrupt(self, signum: int, frame: FrameType | None) -> None:
-        ends_at = self._ends_at
-        if ends_at is not None and time.monotonic() > ends_at:
-            self._ends_at = None
-            raise EnvCallInterrupted(f"the call ran inline for longer than {self._seconds} s")

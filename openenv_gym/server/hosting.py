@@ -52,9 +52,9 @@ from ..protocol import (
 from ..protocol.mcp import SERVER_ERROR, error_response
 from .execution import EnvCaller, Execution, HungCalls
 from .jsonrpc import unknown_session
+from .latency import BusyPoll
 from .metrics import Metrics
 from .options import ServeOptions
-from .polling import BusyPoll
 from .routes import Opening, Route
 from .session import EnvHost
 from .source import EnvSource
@@ -100,8 +100,8 @@ class Server:
         self.validation_token = telemetry_token(options.validation_token, options.served_mode())
         #: Env calls its sessions abandoned that still run (they hold threads and envs).
         self.hung_calls = HungCalls()
-        #: How long one env step takes in this process (for ``vector_backend="auto"``).
-        self.busy_poll = BusyPoll(options.busy_poll)
+        #: The loop's busy-polling window, shared by every session.
+        self.busy_poll = BusyPoll(options.latency.busy_poll)
         self.sessions: dict[str, tuple[EnvHost, asyncio.Task]] = {}
         #: The sessions that outlive their sockets (also in :attr:`sessions`).
         self.held: dict[str, Held] = {}
@@ -120,9 +120,9 @@ class Server:
         served = self.options.execution
         return EnvCaller(
             served if served == "process" else execution or served,
+            policy=self.options.latency,
             timeout=self.options.step_timeout,
             hung=self.hung_calls,
-            inline_deadline=self.options.inline_deadline,
             single_thread=self.source.single_thread,
             memory_mb=self.options.env_memory_mb,
         )
@@ -354,7 +354,7 @@ class Server:
 
         After each reply to a peer on this machine (but not in this process)
         whose env calls run inline, the loop busy-polls for the next message
-        (see :mod:`.polling`).
+        (see :class:`.latency.BusyPoll`).
         """
         client = channel.scope.get("client")
         elsewhere = channel.headers.get(PROCESS_HEADER) != PROCESS_TOKEN

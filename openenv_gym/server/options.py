@@ -34,9 +34,9 @@ from typing import Any, TypedDict, get_args
 
 from .._options import MergedByName
 from ..protocol import Limits
-from .execution import DEFAULT_INLINE_DEADLINE, Execution
+from .execution import Execution
+from .latency import DEFAULT_BUSY_POLL, DEFAULT_INLINE_DEADLINE, LatencyPolicy
 from .multiagent import Opponent
-from .polling import DEFAULT_BUSY_POLL
 from .schema import MODES, Mode
 from .vector import VectorBackend
 
@@ -107,13 +107,13 @@ class ServeOptions(MergedByName):
     inline_deadline: float | None = DEFAULT_INLINE_DEADLINE
     """Seconds an env call running inline on the event loop (a session whose env proved
     fast) may take before it is interrupted, its session answered EXECUTION_ERROR and
-    given a fresh env that runs on its thread (see :class:`~openenv_gym.server.execution.InlineDeadline`;
+    given a fresh env that runs on its thread (see :class:`~openenv_gym.server.latency.InlineDeadline`;
     enforced where the event loop runs in the main thread, as :func:`~openenv_gym.serve`
     and the CLI run it). ``None``: no deadline."""
 
     busy_poll: float = DEFAULT_BUSY_POLL
     """Seconds the event loop keeps polling for the next message after replying to a
-    client on this machine whose env steps inline (see :mod:`openenv_gym.server.polling`);
+    client on this machine whose env steps inline (see :class:`~openenv_gym.server.latency.BusyPoll`);
     it saves a kernel wake-up per step at the price of CPU while a client thinks. 0 turns
     it off (:func:`~openenv_gym.local_server` does: its server shares the client's process)."""
 
@@ -245,6 +245,11 @@ class ServeOptions(MergedByName):
                 )
         return problems
 
+
+    @property
+    def latency(self) -> LatencyPolicy:
+        """The settings of the server's latency mechanisms (:mod:`~openenv_gym.server.latency`)."""
+        return LatencyPolicy(inline_deadline=self.inline_deadline, busy_poll=self.busy_poll)
 
     def served_mode(self) -> Mode:
         """The server mode: :attr:`mode`, else the ``OPENENV_MODE`` environment variable,

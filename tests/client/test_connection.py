@@ -1,5 +1,5 @@
 """The blocking connection's busy polling: bounded by its window, and one
-connection per process at a time. The server's side is in ``tests/server/test_polling.py``."""
+connection per process at a time. The server's side is in ``tests/server/test_latency.py``."""
 
 from __future__ import annotations
 

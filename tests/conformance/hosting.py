@@ -132,7 +132,7 @@ def app_host() -> Iterator[AppHost]:
     host = AppHost()
     sock = listening_socket("127.0.0.1", 0)
     host.url = f"http://127.0.0.1:{sock.getsockname()[1]}"
-    server = uvicorn.Server(uvicorn_config(host, host="127.0.0.1", port=0, limits=None))
+    server = uvicorn.Server(uvicorn_config(host, host="127.0.0.1", port=0))
     server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()

@@ -39,6 +39,7 @@ from openenv_gym.protocol import agents as agents_data
 from openenv_gym.protocol import gym as gym_data
 from openenv_gym.server.execution import EnvCaller
 from openenv_gym.server.fields import FieldsSession
+from openenv_gym.server.latency import LatencyPolicy
 from openenv_gym.server.multiagent import AgentsSession
 from openenv_gym.server.resolve import resolve
 from openenv_gym.server.session import EnvHost, Session
@@ -368,8 +369,8 @@ def test_env_caller_promotes_calls_that_were_only_preempted(monkeypatch):
     from openenv_gym.server import execution as execution_module
 
     async def scenario(usage):
-        monkeypatch.setattr(execution_module, "_thread_usage", usage)
-        caller = EnvCaller("auto", inline_threshold=0.05, promote_after=3)
+        monkeypatch.setattr(execution_module, "thread_usage", usage)
+        caller = EnvCaller("auto", policy=LatencyPolicy(inline_threshold=0.05, promote_after=3))
         for _ in range(3):
             await caller(time.sleep, 0.1)  # as long as a preemption, on the thread
         inline = caller.inline
@@ -380,18 +381,18 @@ def test_env_caller_promotes_calls_that_were_only_preempted(monkeypatch):
     assert not asyncio.run(scenario(lambda: None))  # usage unknown: the clock decides
     # (the real usage: sleeping is a voluntary switch, so the call blocked)
     monkeypatch.undo()
-    assert not asyncio.run(scenario(execution_module._thread_usage))
+    assert not asyncio.run(scenario(execution_module.thread_usage))
 
 
 def test_env_caller_promotes_fast_calls_and_demotes_slow_ones():
     async def scenario():
         # Thresholds far above what a loaded machine's preemption adds to a trivial call.
-        caller = EnvCaller("auto", inline_threshold=0.1, promote_after=4)
+        caller = EnvCaller("auto", policy=LatencyPolicy(inline_threshold=0.1, promote_after=4))
         for _ in range(4):
             await caller(lambda: None)
         assert caller.inline
         await caller(time.sleep, 0.2)  # one slow call inline: back to the thread
-        assert not caller.inline and caller.promote_after == 8
+        assert not caller.inline and caller.promotion.promote_after == 8
         for _ in range(7):
             await caller(lambda: None)
         assert not caller.inline
@@ -404,7 +405,7 @@ def test_env_caller_promotes_fast_calls_and_demotes_slow_ones():
                 pass
 
         await caller(compute, 0.3)  # slow by computing, not by blocking: demoted too
-        assert not caller.inline and caller.promote_after == 16
+        assert not caller.inline and caller.promotion.promote_after == 16
         caller.shutdown()
         strict = EnvCaller("thread")
         for _ in range(50):

@@ -1,6 +1,8 @@
-"""Busy polling on loopback, the server's side: a window after each reply, never
-for a peer in the same process; and the options that set it on both sides.
-The client's side is in ``tests/client/test_connection.py``."""
+"""The server's latency mechanisms (``openenv_gym.server.latency``): busy polling on
+loopback, a window after each reply, never for a peer in the same process, and the
+options that set it on both sides (the client's side is in
+``tests/client/test_connection.py``); the policy the options build. How a session's
+calls move inline and back is tested through ``EnvCaller`` in ``test_session.py``."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import pytest
 import openenv_gym
 from openenv_gym.cli import _parser
 from openenv_gym.client.connection import LOOPBACK_BUSY_POLL
-from openenv_gym.server.polling import BusyPoll
+from openenv_gym.server.latency import BusyPoll, LatencyPolicy
 from tests.conftest import asgi_server, subprocess_env
 
 
@@ -39,7 +41,7 @@ def test_each_turn_of_a_window_offers_the_core_to_others(monkeypatch):
     """The spinning loop yields the core on every turn (``sched_yield``), so on a busy
     machine it does not hold a core the message it waits for needs."""
     turns = []
-    monkeypatch.setattr("openenv_gym.server.polling.spin_turn", lambda: turns.append(1))
+    monkeypatch.setattr("openenv_gym.server.latency.spin_turn", lambda: turns.append(1))
 
     async def scenario() -> None:
         poll = BusyPoll(0.02)
@@ -111,3 +113,18 @@ def test_cli_takes_a_window():
     assert _parser().parse_args(["serve", "CartPole-v1"]).busy_poll is None
 
 
+
+
+def test_the_serve_options_set_the_policy_every_session_runs_under():
+    """``ServeOptions.latency`` carries the user's two settings, and each session's
+    ``EnvCaller`` and the server's polling window take them from it."""
+    from openenv_gym.server.hosting import Server
+    from openenv_gym.server.resolve import resolve
+
+    options = openenv_gym.ServeOptions(inline_deadline=2.5, busy_poll=0.0005)
+    assert options.latency == LatencyPolicy(inline_deadline=2.5, busy_poll=0.0005)
+    server = Server(resolve("CartPole-v1"), options)
+    caller = server.env_caller()
+    assert caller.inline_deadline == 2.5 and server.busy_poll.window == 0.0005
+    assert caller.promotion.promote_after == LatencyPolicy().promote_after
+    caller.shutdown()
