@@ -465,12 +465,26 @@ def run_cli(url: str, timeout: float) -> tuple[int, str, str, float, int]:
     return proc.returncode, stdout, stderr, seconds, usage.ru_maxrss * 1024
 
 
+@dataclass(frozen=True)
+class CliBaseline:
+    """The CLI against a port nobody listens on: what its start and imports cost alone."""
+
+    seconds: float
+    rss: int
+
+    @property
+    def start_allowance(self) -> float:
+        """Time for the interpreter's start and imports, with room for a machine that gets
+        busier between this run and the measured one (CI runs five jobs on two cores)."""
+        return max(5.0, 2 * self.seconds)
+
+
 @pytest.fixture(scope="module")
-def cli_baseline() -> int:
-    """The CLI's peak RSS against a port nobody listens on (imports and all)."""
+def cli_baseline() -> CliBaseline:
     with hs.HostileServer() as server:
         url = server.url
-    return run_cli(url, 60)[4]
+    _, _, _, seconds, rss = run_cli(url, 60)
+    return CliBaseline(seconds, rss)
 
 
 CLI_HTTP = ["endless body", "endless chunked body", "Content-Length of 10 GB", "Content-Length under the body",
@@ -516,8 +530,8 @@ def test_check_url_answers_one_line_in_time_and_bounded_memory(hostile, cli_base
     assert lines[-1].startswith(f"openenv-gym: cannot check {server.url}"), stderr
     assert any(word in lines[-1] for word in words), stderr
     assert stdout.strip() == "", stdout  # no report
-    assert seconds < deadline + MARGIN + 5, (seconds, stderr)  # + the interpreter's start
-    assert rss - cli_baseline < CLI_MEMORY, (rss >> 20, cli_baseline >> 20)
+    assert seconds < deadline + MARGIN + cli_baseline.start_allowance, (seconds, cli_baseline, stderr)
+    assert rss - cli_baseline.rss < CLI_MEMORY, (rss >> 20, cli_baseline.rss >> 20)
 
 
 # -- the adapters, when their extras are installed ---------------------------------------------
