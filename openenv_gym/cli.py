@@ -162,6 +162,12 @@ def _add_network_options(serve: argparse.ArgumentParser) -> None:
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     serve.add_argument(
+        "--native-port", type=_optional_port, default=0, metavar="PORT",
+        help="port of the native listener, where openenv-gym clients reach the WebSocket routes "
+        "framed in C, or 'off' (default: a free port, advertised in /schema; off when "
+        "$OPENENV_GYM_NATIVE=off)",
+    )
+    serve.add_argument(
         "--token", default=None,
         help="require 'Authorization: Bearer TOKEN' on every route but /health "
         "(default: $OPENENV_GYM_TOKEN if set)",
@@ -310,6 +316,7 @@ def _serve_options(args: argparse.Namespace) -> dict[str, Any]:
     options: dict[str, Any] = {
         "host": args.host,
         "port": args.port,
+        "native_port": args.native_port,
         "execution": args.execution,
         "vector_backend": args.vector_backend,
         "step_timeout": args.step_timeout,
@@ -460,6 +467,10 @@ def _kit(args: argparse.Namespace) -> int:
 
 def _optional_seconds(text: str) -> float | None:
     return None if text.lower() in ("none", "off", "0") else float(text)
+
+
+def _optional_port(text: str) -> int | None:
+    return None if text.lower() in ("none", "off") else int(text)
 
 
 def _key_value(text: str) -> tuple[str, str]:

@@ -42,12 +42,14 @@ from ..errors import (
     ConnectionClosedError,
     LimitExceededError,
     MessageTimeoutError,
+    OpenEnvGymError,
     ProtocolMismatchError,
     RemoteError,
 )
 from ..protocol import WS_REPLIES, ClientMessage, Close, Codec, ServerMessage
 from .connection import MAX_UNREAD_MESSAGES, ws_url
 from .loop import reply_on
+from .native import native_attempt
 from .options import ConnectOptions
 from .session import RemoteSession, Replies, negotiated_codec, read_reply
 
@@ -136,39 +138,24 @@ class AsyncSession:
                 limits (an endless body, too many headers).
             ConnectionClosedError: the server refused the connection or the upgrade.
         """
+        attempt = native_attempt(base_url, path, options)
+        if attempt is not None:
+            try:
+                websocket = await _connect(attempt.url, attempt.options)
+            except OpenEnvGymError as exc:
+                attempt.failed(exc)
+            else:
+                if attempt.answered(websocket.response.headers if websocket.response else {}):
+                    return await cls._speaking(websocket, attempt.url, options, replies)
+                await websocket.close()
         url = ws_url(base_url, path)
-        extra: dict[str, Any] = {}
-        if _HAS_PROXY_OPTION and is_loopback(urllib.parse.urlsplit(url).hostname or ""):
-            extra["proxy"] = None
-        try:
-            websocket = await connect(
-                url,
-                subprotocols=[Subprotocol(p) for p in options.subprotocols],
-                compression=None,
-                additional_headers=options.request_headers,
-                open_timeout=options.connect_timeout,
-                close_timeout=CLOSE_TIMEOUT,
-                ping_interval=options.ping_interval,
-                ping_timeout=options.ping_timeout,
-                max_size=options.max_message_bytes,
-                max_queue=1,
-                create_connection=_BoundedConnection,
-                **extra,
-            )
-        except (TimeoutError, asyncio.TimeoutError) as exc:  # before OSError, which TimeoutError is
-            raise MessageTimeoutError(
-                f"Connecting to {url} (TCP and the WebSocket handshake) took longer than "
-                f"{options.connect_timeout} s (connect_timeout)"
-            ) from exc
-        except InvalidHandshake as exc:
-            cause = exc.__cause__
-            past_limits = isinstance(exc, SecurityError) or isinstance(cause, SecurityError)
-            raise (LimitExceededError if past_limits else ConnectionClosedError)(
-                f"WebSocket handshake with {url} failed: {exc}{f' ({cause})' if cause else ''}"
-            ) from exc
-        except OSError as exc:
-            raise ConnectionClosedError(f"Failed to connect to {url}: {exc}") from exc
-        assert isinstance(websocket, _BoundedConnection)
+        return await cls._speaking(await _connect(url, options), url, options, replies)
+
+    @classmethod
+    async def _speaking(
+        cls, websocket: _BoundedConnection, url: str, options: ConnectOptions, replies: Replies
+    ) -> AsyncSession:
+        """The session over ``websocket``, once its subprotocol is one ``options`` can speak."""
         try:
             codec = negotiated_codec(url, options, websocket.subprotocol)
         except ProtocolMismatchError:
@@ -287,3 +274,40 @@ class BlockingSession:
     def drop(self) -> None:
         """Abandon a failed connection at once (see :meth:`AsyncSession.drop`)."""
         self.session.connection.close(timeout=0.1)
+
+
+async def _connect(url: str, options: ConnectOptions) -> _BoundedConnection:
+    """Connect to ``url`` (TCP and the WebSocket handshake, within ``connect_timeout``)."""
+    extra: dict[str, Any] = {}
+    if _HAS_PROXY_OPTION and is_loopback(urllib.parse.urlsplit(url).hostname or ""):
+        extra["proxy"] = None
+    try:
+        websocket = await connect(
+            url,
+            subprotocols=[Subprotocol(p) for p in options.subprotocols],
+            compression=None,
+            additional_headers=options.request_headers,
+            open_timeout=options.connect_timeout,
+            close_timeout=CLOSE_TIMEOUT,
+            ping_interval=options.ping_interval,
+            ping_timeout=options.ping_timeout,
+            max_size=options.max_message_bytes,
+            max_queue=1,
+            create_connection=_BoundedConnection,
+            **extra,
+        )
+    except (TimeoutError, asyncio.TimeoutError) as exc:  # before OSError, which TimeoutError is
+        raise MessageTimeoutError(
+            f"Connecting to {url} (TCP and the WebSocket handshake) took longer than "
+            f"{options.connect_timeout} s (connect_timeout)"
+        ) from exc
+    except InvalidHandshake as exc:
+        cause = exc.__cause__
+        past_limits = isinstance(exc, SecurityError) or isinstance(cause, SecurityError)
+        raise (LimitExceededError if past_limits else ConnectionClosedError)(
+            f"WebSocket handshake with {url} failed: {exc}{f' ({cause})' if cause else ''}"
+        ) from exc
+    except OSError as exc:
+        raise ConnectionClosedError(f"Failed to connect to {url}: {exc}") from exc
+    assert isinstance(websocket, _BoundedConnection)
+    return websocket

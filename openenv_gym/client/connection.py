@@ -46,11 +46,15 @@ from websockets.uri import parse_uri
 from .._local import PROCESS_TOKEN, is_loopback, spin_turn
 from ..errors import ConnectionClosedError, LimitExceededError, MessageTimeoutError
 from ..protocol import PROCESS_HEADER
+from .framing import ClientFraming
 from .options import ConnectOptions
 
 __all__ = ["Connection", "wait_for_messages", "ws_url", "http_url"]
 
 _RECV_BYTES = 1 << 18
+
+#: The most bytes of a handshake response's head read before websockets' limits judge it.
+_MAX_HEAD_BYTES = 1 << 16
 
 #: Seconds ``Connection.recv`` busy-polls a loopback socket before it blocks.
 LOOPBACK_BUSY_POLL = 0.001
@@ -116,9 +120,10 @@ class Connection:
     def __init__(
         self,
         sock: socket.socket,
-        protocol: ClientProtocol,
+        protocol: ClientProtocol | ClientFraming,
         url: str,
         *,
+        subprotocol: str | None = None,
         ping_interval: float | None,
         ping_timeout: float | None,
         busy_poll: float = 0.0,
@@ -134,7 +139,9 @@ class Connection:
         self._send_timeout = send_timeout
         self._protocol = protocol
         self.url = url
-        self.subprotocol: str | None = protocol.subprotocol
+        self.subprotocol = subprotocol
+        #: The headers of the server's handshake reply.
+        self.response_headers: Any = {}
         self._lock = threading.Lock()
         self._pending: list = []
         self._pending_bytes = 0
@@ -179,7 +186,7 @@ class Connection:
         except OSError as exc:
             raise ConnectionClosedError(f"Failed to connect to {url}: {exc}") from exc
         try:
-            sock, response, early = _handshake(sock, protocol, uri, url, options, deadline)
+            sock, response, rest = _handshake(sock, protocol, uri, url, options, deadline)
         except BaseException as exc:
             sock.close()
             if isinstance(exc, (socket.timeout, TimeoutError)) and not isinstance(exc, MessageTimeoutError):
@@ -193,11 +200,17 @@ class Connection:
         if busy_poll is None:
             same_process = response.headers.get(PROCESS_HEADER) == PROCESS_TOKEN
             busy_poll = LOOPBACK_BUSY_POLL if is_loopback(uri.host) and not same_process else 0.0
+        framing: ClientProtocol | ClientFraming = protocol
+        if "Sec-WebSocket-Extensions" not in response.headers:  # no extension: our own framing
+            framing = ClientFraming(options.max_message_bytes)
+        framing.receive_data(rest)
         conn = cls(
-            sock, protocol, url, ping_interval=options.ping_interval, ping_timeout=options.ping_timeout,
-            busy_poll=busy_poll, send_timeout=options.message_timeout, max_message_bytes=options.max_message_bytes,
+            sock, framing, url, subprotocol=protocol.subprotocol, ping_interval=options.ping_interval,
+            ping_timeout=options.ping_timeout, busy_poll=busy_poll, send_timeout=options.message_timeout,
+            max_message_bytes=options.max_message_bytes,
         )
-        conn._absorb(early)
+        conn.response_headers = response.headers
+        conn._collect()
         return conn
 
     # -- messages -----------------------------------------------------------
@@ -581,10 +594,11 @@ def _recorded(read: Callable[[], None]) -> None:
 def _handshake(
     sock: socket.socket, protocol: ClientProtocol, uri: Any, url: str, options: ConnectOptions,
     deadline: float | None,
-) -> tuple[socket.socket, Response, list]:
+) -> tuple[socket.socket, Response, bytes]:
     """The WebSocket handshake on a connected socket (TLS first for ``wss``), by
     ``deadline`` (``time.monotonic()``; ``None``: none): the socket to use, the
-    server's response, and any frames that came in the same packets as the response."""
+    server's response, and the bytes that came after it in the same packets (frames, which
+    the connection's framing reads: websockets' protocol is given the response's head only)."""
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     if uri.secure:
         sock.settimeout(None if deadline is None else max(deadline - time.monotonic(), 0.001))
@@ -596,7 +610,8 @@ def _handshake(
     protocol.send_request(request)
     sock.sendall(b"".join(protocol.data_to_send()))
     response = None
-    early: list = []
+    head: bytearray | None = bytearray()  # the response's head, until it is whole
+    rest = b""
     while response is None:
         remaining = None if deadline is None else deadline - time.monotonic()
         if remaining is not None and remaining <= 0:
@@ -605,15 +620,24 @@ def _handshake(
             )
         sock.settimeout(remaining)
         data = sock.recv(_RECV_BYTES)
-        if data:
+        if not data:
+            protocol.receive_eof()
+        elif head is None:  # the head was whole: the body of a refusal
             protocol.receive_data(data)
         else:
-            protocol.receive_eof()
+            head += data
+            end = head.find(b"\r\n\r\n")
+            if end >= 0 or len(head) > _MAX_HEAD_BYTES:  # past it, websockets' limits refuse
+                cut = end + 4 if end >= 0 else len(head)
+                protocol.receive_data(bytes(head[:cut]))
+                rest, head = bytes(head[cut:]), None
         for event in protocol.events_received():
             if isinstance(event, Response):
                 response = event
-            else:
-                early.append(event)
+        if response is None and head is None and rest:  # a refusal: its body follows its head
+            protocol.receive_data(rest)
+            rest = b""
+            response = next((e for e in protocol.events_received() if isinstance(e, Response)), None)
         if not data and response is None:
             raise ConnectionClosedError(f"{url} closed the connection during the handshake")
         if response is None and protocol.handshake_exc is not None:
@@ -627,7 +651,7 @@ def _handshake(
         ) from failure
     assert response is not None  # the loop ends with a response or a handshake failure
     sock.settimeout(None)
-    return sock, response, early
+    return sock, response, rest
 
 
 def _blocking_again(sock: socket.socket) -> None:

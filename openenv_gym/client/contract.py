@@ -32,7 +32,8 @@ from ..protocol import gym as gym_data
 from ..protocol.attributes import ATTRIBUTES_VERSION
 from ..protocol.gym import GymStep
 from ..spaces.stock import EXTRA_FIELDS, MISSING_FIELDS, RESERVED_OBSERVATION_FIELDS, FieldOverrides
-from .http import get_json, post_json
+from .http import post_json
+from .native import read_schema
 from .options import ConnectOptions
 
 __all__ = [
@@ -219,7 +220,7 @@ def read_contract(
     Raises:
         ProtocolMismatchError: ``{base_url}/schema: <why>``, for a schema this client cannot use.
     """
-    schema = get_json(f"{base_url}/schema", options)
+    schema = read_schema(base_url, options)
     if not isinstance(schema, dict):
         raise OpenEnvGymError(f"{base_url}/schema did not return a JSON object")
     first: Mapping[str, Any] | None = None

@@ -41,7 +41,7 @@ from ..protocol import agents as wire
 from ..protocol.attributes import ATTRIBUTE_REPLIES, Call, read_values
 from ..spaces._common import quoted, short_repr
 from .connection import http_url
-from .http import get_json
+from .native import read_schema
 from .options import ConnectOptions
 from .pickling import PicklesAsArguments, remembers_arguments
 from .session import RemoteSession
@@ -66,7 +66,7 @@ class _Game:
     def __init__(self, base_url: str, api: str, options: ConnectOptions) -> None:
         self.base_url = http_url(base_url)
         self.api = api
-        schema = get_json(f"{self.base_url}/schema", options)
+        schema = read_schema(self.base_url, options)
         extension = schema.get(EXTENSION_KEY) if isinstance(schema, dict) else None
         description = extension.get("multiagent") if isinstance(extension, dict) else None
         if not isinstance(description, dict):

@@ -73,6 +73,9 @@ class ConnectOptions(MergedByName):
             process, where waking a sleeping reader costs more than a fast
             step; never for other hosts or a server in this process. 0 never
             polls (the waiting thread uses no CPU). Blocking connections only.
+        native: reach an openenv-gym server's WebSockets on its native listener
+            when it advertises one and it can be reached (:mod:`~openenv_gym.client.native`),
+            its main port otherwise; ``False`` always uses the main port.
         reconnect: recover lost connections (``True`` for the default
             :class:`~openenv_gym.client.retry.Reconnect` policy); each client
             says what that means for its episodes. Off by default: errors are
@@ -92,6 +95,7 @@ class ConnectOptions(MergedByName):
     ping_timeout: float | None = 20.0
     compression: Literal["deflate"] | None = None
     busy_poll: float | None = None
+    native: bool = True
     reconnect: Reconnect | None = None
 
     def __post_init__(self) -> None:
@@ -158,4 +162,5 @@ class ConnectKwargs(TypedDict, total=False):
     ping_timeout: float | None
     compression: Literal["deflate"] | None
     busy_poll: float | None
+    native: bool
     reconnect: Reconnect | bool | None

@@ -24,7 +24,7 @@ from ..protocol import (
     codec_for,
     parse_reply,
 )
-from .connection import Connection, ws_url
+from .native import open_connection
 from .options import ConnectOptions
 
 __all__ = ["RemoteSession", "negotiated_codec", "read_reply", "Replies"]
@@ -71,10 +71,11 @@ class RemoteSession:
         path: str = "/ws",
         replies: Replies = WS_REPLIES,
     ) -> None:
-        self.url = ws_url(base_url, path)
         self.options = options
         self.replies = replies
-        self.connection = Connection.open(self.url, options)
+        self.connection = open_connection(base_url, path, options)
+        #: Where the session is: the server's native listener, or its main port.
+        self.url = self.connection.url
         try:
             self.codec = negotiated_codec(self.url, options, self.connection.subprotocol)
         except ProtocolMismatchError:

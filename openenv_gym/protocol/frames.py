@@ -31,6 +31,8 @@ __all__ = [
     "check_size",
     "check_shape",
     "PROCESS_HEADER",
+    "NATIVE_KEY",
+    "NATIVE_HEADER",
 ]
 
 #: One WebSocket message: text (JSON) or binary (msgpack).
@@ -40,6 +42,14 @@ Frame = str | bytes
 #: process (:data:`openenv_gym._local.PROCESS_TOKEN`): a peer that sees its own token
 #: runs in the same process.
 PROCESS_HEADER = "x-openenv-gym-process"
+
+#: The ``/schema`` key under which an openenv-gym server advertises its native listener:
+#: ``{"port": ..., "id": ..., "version": 1}`` (see :mod:`openenv_gym.server.native`).
+NATIVE_KEY = "x-openenv-gym-native"
+
+#: Handshake response header of the native listener, carrying the ``id`` it advertises:
+#: a client that reaches some other server on that port can tell.
+NATIVE_HEADER = "x-openenv-gym-native"
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.routing import BaseRoute, WebSocketRoute
 
-from .auth import TokenAuth, token_from_env
+from .auth import TokenAuth
 from .hosting import Server
 from .http import http_routes
 from .mcp import McpRoute
@@ -81,13 +81,13 @@ def create_app(
     ]
     if isinstance(source, GameSource):
         websocket_routes.append(AgentsRoute(source))
+    server.routes = {route.path: route for route in websocket_routes}
     routes: list[BaseRoute] = [
         WebSocketRoute(route.path, SessionEndpoint(functools.partial(server.serve_route, route)))
         for route in websocket_routes
     ]
     routes.extend(http_routes(server, mode))
-    token = options.token if options.token is not None else token_from_env()
-    middleware = [Middleware(TokenAuth, token=token)] if token else []
+    middleware = [Middleware(TokenAuth, token=server.token)] if server.token else []
     app = Starlette(routes=routes, middleware=middleware)
     app.state.openenv_gym = server
     return app

@@ -50,6 +50,7 @@ from ..protocol import (
     parse_message,
 )
 from ..protocol.mcp import SERVER_ERROR, error_response
+from .auth import token_from_env
 from .execution import EnvCaller, Execution, HungCalls
 from .jsonrpc import unknown_session
 from .latency import BusyPoll
@@ -96,6 +97,12 @@ class Server:
         self.max_held_sessions = options.held_sessions()
         #: Seconds a held session may idle with no socket attached: at most ``session_timeout``.
         self.held_session_timeout = options.held_timeout()
+        #: The token every route asks for (``None``: none): the option, else ``$OPENENV_GYM_TOKEN``.
+        self.token = options.token if options.token is not None else token_from_env()
+        #: The WebSocket routes, by path (the app's, which a native listener serves too).
+        self.routes: dict[str, Route] = {}
+        #: What ``/schema`` advertises of the native listener while one listens (``None``: none).
+        self.native: dict[str, Any] | None = None
         #: The token that opens session telemetry (``None``: telemetry is off).
         self.validation_token = telemetry_token(options.validation_token, options.served_mode())
         #: Env calls its sessions abandoned that still run (they hold threads and envs).

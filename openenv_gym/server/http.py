@@ -26,7 +26,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ..errors import ProtocolError
-from ..protocol import ClientMessage, Observation, codec_for
+from ..protocol import NATIVE_KEY, ClientMessage, Observation, codec_for
 from ..protocol import http as wire
 from ..protocol.mcp import INVALID_REQUEST, SESSION_HEADER, VERSION_HEADER, JsonRpcError, error_response
 from . import jsonrpc
@@ -77,9 +77,19 @@ class _Endpoints:
     def __init__(self, server: Server, mode: Mode) -> None:
         self.server = server
         source = server.source
-        self.schema = json_response(source.schema)
+        self._schema = json_response(source.schema)
+        self._advertised: tuple[Any, Response] | None = None
         self.metadata = json_response(metadata_document(source))
         self.openapi = json_response(openapi_document(source.env_id or source.name, mode))
+
+    async def schema(self, request: Request) -> Response:
+        """``/schema``: the env's, and the native listener's address while one listens."""
+        native = self.server.native
+        if native is None:
+            return self._schema
+        if self._advertised is None or self._advertised[0] is not native:
+            self._advertised = native, json_response({**self.server.source.schema, NATIVE_KEY: native})
+        return self._advertised[1]
 
     async def _answer(self, *messages: ClientMessage) -> Response:
         """Run ``messages`` on a throwaway session, like OpenEnv's stateless HTTP
@@ -213,7 +223,7 @@ def http_routes(server: Server, mode: Mode = "simulation") -> list[Route]:
         *(simulation if mode == "simulation" else []),
         ("/health", endpoints.health, "GET"),
         ("/metrics", endpoints.metrics, "GET"),
-        ("/schema", _constant(endpoints.schema), "GET"),
+        ("/schema", endpoints.schema, "GET"),
         ("/metadata", _constant(endpoints.metadata), "GET"),
         ("/openapi.json", _constant(endpoints.openapi), "GET"),
         ("/mcp", endpoints.mcp, "POST"),

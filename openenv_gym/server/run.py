@@ -13,6 +13,7 @@ import functools
 import logging
 import math
 import os
+import socket
 import threading
 import time
 import urllib.error
@@ -25,6 +26,7 @@ import uvicorn
 from .app import create_app
 from .listen import base_url, listening_socket
 from .logs import quiet_uvicorn
+from .native import NativeListener, native_available, native_wanted
 from .options import ServeOptions
 from .package import PackageServer, is_package
 from .source import EnvLike
@@ -118,24 +120,60 @@ def raise_open_files_limit() -> None:
 
 
 class GracefulServer(uvicorn.Server):
-    """uvicorn, draining openenv-gym sessions before it closes connections, within
-    ``drain_timeout`` seconds in all.
+    """uvicorn, with openenv-gym's native listener beside it, draining openenv-gym
+    sessions before it closes connections, within ``drain_timeout`` seconds in all.
 
-    On SIGINT or SIGTERM (or ``should_exit``), the server stops listening;
-    sessions in the middle of an env call finish it and send the reply, every
-    session gets a SESSION_ERROR frame saying the server is shutting down and
+    ``native_port`` is where the native listener (:mod:`.native`) listens, on the
+    host uvicorn binds: ``0`` (the default) a free port, when picows is installed and
+    ``$OPENENV_GYM_NATIVE`` is not ``off``; another number that port (picows needed);
+    ``None`` none. Its socket is bound here, so a port in use fails before the server
+    starts (:class:`~openenv_gym.errors.ListenError`).
+
+    On SIGINT or SIGTERM (or ``should_exit``), the server stops listening (both
+    ports); sessions in the middle of an env call finish it and send the reply,
+    every session gets a SESSION_ERROR frame saying the server is shutting down and
     close code 1001; uvicorn then waits for the HTTP requests in flight until
     the deadline, and whatever is left (a peer that sends a body it never
     finishes, or reads nothing) is cut off, so the process always exits.
     """
 
-    def __init__(self, config: uvicorn.Config, *, drain_timeout: float = 30.0) -> None:
+    def __init__(
+        self, config: uvicorn.Config, *, drain_timeout: float = 30.0, native_port: int | None = 0
+    ) -> None:
         super().__init__(config)
         self.drain_timeout = drain_timeout
+        self._state = getattr(getattr(config.app, "state", None), "openenv_gym", None)
+        #: The native listener, once started (``None``: none).
+        self.native: NativeListener | None = None
+        self._native_socket: socket.socket | None = None
+        if self._state is not None and native_port is not None and (native_port or native_wanted()):
+            if not native_available():
+                raise ImportError(
+                    f"native_port={native_port} needs picows, which is not installed: "
+                    f"pip install picows, or leave native_port at 0 (native when available)"
+                )
+            self._native_socket = listening_socket(config.host, native_port)
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        """Start the native listener, then uvicorn: once ``/health`` answers, ``/schema``
+        advertises the native port."""
+        if self._native_socket is not None and self._state is not None:
+            config = self.config
+            self.native = NativeListener(
+                self._state, self._state.routes,
+                ping_interval=config.ws_ping_interval, ping_timeout=config.ws_ping_timeout,
+            )
+            await self.native.start(self._native_socket)
+        await super().startup(sockets)
+        if self.should_exit and self.native is not None:  # uvicorn did not start
+            self.native.close()
+            self._native_socket.close()  # type: ignore[union-attr]
 
     async def shutdown(self, sockets: Any = None) -> None:
         deadline = time.monotonic() + self.drain_timeout
-        state = getattr(getattr(self.config.app, "state", None), "openenv_gym", None)
+        state, native = self._state, self.native
+        if native is not None:
+            native.close()
         if state is not None:
             for server in self.servers:  # refuse new connections while draining
                 server.close()
@@ -146,6 +184,10 @@ class GracefulServer(uvicorn.Server):
             transport = getattr(connection, "transport", None)
             if transport is not None:
                 transport.abort()
+        if native is not None:
+            native.abort()
+        if self._native_socket is not None:
+            self._native_socket.close()
 
 
 def serve(
@@ -155,6 +197,7 @@ def serve(
     env_kwargs: Mapping[str, Any] | None = None,
     host: str = "127.0.0.1",
     port: int = 8000,
+    native_port: int | None = 0,
     ping_interval: float | None = 20.0,
     ping_timeout: float | None = 20.0,
     drain_timeout: float = 30.0,
@@ -172,9 +215,11 @@ def serve(
     env call they are in (see :class:`GracefulServer`). The process may open
     as many files as its hard limit allows (:func:`raise_open_files_limit`), and
     keeps at most ``max_pending_connections`` connections that have sent no
-    complete request (see :func:`uvicorn_config`).
+    complete request (see :func:`uvicorn_config`). openenv-gym's clients reach its
+    WebSocket routes on a second port, ``native_port`` (a free one by default), served
+    in C when it is reachable (see :mod:`.native` and :class:`GracefulServer`).
 
-    Raises :class:`ListenError` when the address cannot be bound; an env that
+    Raises :class:`ListenError` when an address cannot be bound; an env that
     cannot be served fails in :func:`~openenv_gym.create_app`, before that.
     Once listening, logs ``serving env=... url=...`` on ``openenv_gym.server``.
     An OpenEnv package directory is served by ``openenv-gym serve PATH`` or
@@ -192,9 +237,10 @@ def serve(
         ping_timeout=ping_timeout, max_pending_connections=max_pending_connections, **(uvicorn_kwargs or {}),
     )
     with listening_socket(host, port) as sock:
+        server = GracefulServer(config, drain_timeout=drain_timeout, native_port=native_port)
         source = app.state.openenv_gym.source
         logger.info("serving env=%s url=%s", source.name, base_url(host, sock.getsockname()[1]))
-        GracefulServer(config, drain_timeout=drain_timeout).run(sockets=[sock])
+        server.run(sockets=[sock])
 
 
 class _BackgroundServer(GracefulServer):
@@ -213,6 +259,7 @@ def local_server(
     python: str | None = None,
     host: str = "127.0.0.1",
     port: int | None = None,
+    native_port: int | None = 0,
     startup_timeout: float = 30.0,
     uvicorn_kwargs: dict[str, Any] | None = None,
     **kwargs: Unpack[ServeKwargs],
@@ -238,7 +285,8 @@ def local_server(
         ...     env = openenv_gym.RemoteEnv(url)
 
     In this process, ``options`` (or its fields as keyword arguments) and ``env_kwargs`` go
-    to :func:`~openenv_gym.create_app`, ``uvicorn_kwargs`` to uvicorn; the server does not
+    to :func:`~openenv_gym.create_app`, ``uvicorn_kwargs`` to uvicorn, ``native_port`` to
+    :class:`GracefulServer` (the native listener: a free port by default); the server does not
     busy-poll unless ``busy_poll`` says so: it shares the caller's process, and its spinning
     loop would compete with the caller for the GIL.
 
@@ -275,10 +323,14 @@ def local_server(
     app = create_app(target, options, env_kwargs=env_kwargs, **kwargs)
     sock = listening_socket(host, port or 0)
     url = base_url(host, sock.getsockname()[1])
-    background = _BackgroundServer(
-        uvicorn_config(app, host=host, port=port or 0, **(uvicorn_kwargs or {})),
-        drain_timeout=5.0,
-    )
+    try:
+        background = _BackgroundServer(
+            uvicorn_config(app, host=host, port=port or 0, **(uvicorn_kwargs or {})),
+            drain_timeout=5.0, native_port=native_port,
+        )
+    except BaseException:
+        sock.close()
+        raise
     thread = threading.Thread(
         target=background.run, kwargs={"sockets": [sock]}, name=f"openenv-gym server {url}", daemon=True
     )

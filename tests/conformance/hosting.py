@@ -9,8 +9,11 @@ each :meth:`AppHost.serve` mounts a new app made by
 (``http://127.0.0.1:PORT/apps/7``). Each app is a whole openenv-gym server:
 its own sessions, capacity, ``/schema`` and ``/health``; clients reach it by
 that base URL as they would reach a server of its own (a path prefix is part
-of a base URL). :meth:`AppHost.release` drains an app's sessions the way a
-server that shuts down drains them, and unmounts it.
+of a base URL). Each app also gets a native listener of its own (a port each, as
+:func:`openenv_gym.serve` starts one), unless ``OPENENV_GYM_NATIVE=off``: the suites then
+run on the main port, the fallback path, as ``.ci/run``'s Gymnasium 1.2 job runs them.
+:meth:`AppHost.release_all` drains the apps' sessions the way a server that shuts down
+drains them, and unmounts them.
 
 The adapted suites' replacements (:mod:`tests.conformance.remote`,
 :mod:`tests.conformance.sb3_remote`) find the session's host with
@@ -26,6 +29,7 @@ import contextlib
 import itertools
 import threading
 import time
+import urllib.request
 from collections.abc import Iterator
 from typing import Any, Protocol
 
@@ -33,6 +37,7 @@ import uvicorn
 from starlette.types import Receive, Scope, Send
 
 import openenv_gym
+from openenv_gym.server.native import NativeListener, native_wanted
 from openenv_gym.server.run import listening_socket, uvicorn_config
 
 __all__ = ["AppHost", "app_host", "close_made", "current_host", "track", "use_host"]
@@ -82,6 +87,7 @@ class AppHost:
     def __init__(self) -> None:
         self.url = ""
         self._apps: dict[str, Any] = {}
+        self._native: list[tuple[NativeListener, Any]] = []
         self._numbers = itertools.count()
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -110,16 +116,28 @@ class AppHost:
         app = openenv_gym.create_app(env, **app_kwargs)
         number = str(next(self._numbers))
         self._apps[number] = app
+        if native_wanted():
+            assert self._loop is not None, "app_host() starts the loop before anything is served"
+            server = app.state.openenv_gym
+            listener, sock = NativeListener(server, server.routes), listening_socket("127.0.0.1", 0)
+            asyncio.run_coroutine_threadsafe(listener.start(sock), self._loop).result(10)
+            self._native.append((listener, sock))
         return f"{self.url}/apps/{number}"
 
     def release_all(self) -> None:
         """Drain and unmount every app (what a server's shutdown does to its sessions)."""
         apps, self._apps = list(self._apps.values()), {}
+        native, self._native = self._native, []
         if self._loop is None or not apps:
             return
 
         async def drain() -> None:
+            for listener, _ in native:
+                listener.close()
             await asyncio.gather(*(app.state.openenv_gym.drain(DRAIN_TIMEOUT) for app in apps))
+            for listener, sock in native:
+                listener.abort()
+                sock.close()
 
         future = asyncio.run_coroutine_threadsafe(drain(), self._loop)
         with contextlib.suppress(Exception):
@@ -138,6 +156,8 @@ def app_host() -> Iterator[AppHost]:
     thread.start()
     try:
         _wait_started(server, thread)
+        with urllib.request.urlopen(f"{host.url}/health", timeout=10):  # the host learns its loop
+            pass
         yield host
     finally:
         host.release_all()
