@@ -30,21 +30,23 @@ def _actions(n: int, seed: int) -> list[int]:
 
 class OursClient:
     """``openenv_gym.RemoteEnv`` (gymnasium API) with a given encoding; ``busy_poll``:
-    ``None`` for RemoteEnv's default (polling on loopback), ``0`` to turn polling off."""
+    ``None`` for RemoteEnv's default (polling on loopback), ``0`` to turn polling off;
+    ``native=False`` keeps it on the server's main port (the pure-Python path)."""
 
     def __init__(self, base_url: str, encoding: str = "msgpack", seed: int = 0,
-                 busy_poll: float | None = None) -> None:
+                 busy_poll: float | None = None, native: bool = True) -> None:
         self.base_url = base_url
         self.encoding = encoding
         self.seed = seed
         self.busy_poll = busy_poll
+        self.native = native
         self.env: Any = None
 
     def open(self) -> dict[str, Any]:
         from openenv_gym import RemoteEnv
 
         self.env = RemoteEnv(self.base_url, encoding=self.encoding, busy_poll=self.busy_poll,
-                             message_timeout=MESSAGE_TIMEOUT_S, connect_timeout=10.0)
+                             native=self.native, message_timeout=MESSAGE_TIMEOUT_S, connect_timeout=10.0)
         self.env.reset(seed=self.seed)
         self.actions = _actions(int(self.env.action_space.n), self.seed)
         self.mask = N_ACTIONS - 1

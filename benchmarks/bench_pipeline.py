@@ -67,17 +67,27 @@ KINDS = {
     "envpool_halves": "RemoteVectorEnv send/recv, EnvPool backend, two halves in flight (one server)",
     "lockstep": "RemoteVectorEnv batched step(), sync backend (one server)",
     "halves": "RemoteVectorEnv send/recv, two halves in flight (two servers)",
+    "remote_envpool_python": "RemoteVectorEnv batched, EnvPool backend (one server), main port (pure-Python fallback)",
+    "halves_python": "RemoteVectorEnv send/recv, two halves in flight (two servers), main port (pure-Python fallback)",
 }
 #: The kinds driven EnvPool-style, two halves of N in flight.
-HALVES = ("halves", "envpool_halves")
+HALVES = ("halves", "envpool_halves", "halves_python")
+#: Suffix of the kinds whose client stays on the servers' main ports (``native=False``): what a
+#: client gets without picows, or behind a proxy.
+MAIN_PORT = "_python"
 #: (label, numerator, denominator, minimum) of the per-rep paired ratios.
 TARGETS = [
     ("EnvPool backend / SyncVectorEnv", "remote_envpool", "sync", 2.0),
-    ("EnvPool backend / EnvPool in-process", "remote_envpool", "envpool", 0.4),
+    ("EnvPool backend / EnvPool in-process", "remote_envpool", "envpool", 0.5),
     ("EnvPool backend, two halves / SyncVectorEnv", "envpool_halves", "sync", 2.0),
-    ("EnvPool backend, two halves / EnvPool in-process", "envpool_halves", "envpool", 0.4),
+    ("EnvPool backend, two halves / EnvPool in-process", "envpool_halves", "envpool", 0.5),
     ("two halves in flight / SyncVectorEnv", "halves", "sync", 1.0),
     ("two halves in flight / lockstep step() on one server", "halves", "lockstep", 1.0),
+    ("EnvPool backend, main port / SyncVectorEnv", "remote_envpool_python", "sync", None),
+    ("EnvPool backend, main port / EnvPool in-process", "remote_envpool_python", "envpool", None),
+    ("two halves in flight, main port / SyncVectorEnv", "halves_python", "sync", None),
+    ("EnvPool backend: native listener / main port", "remote_envpool", "remote_envpool_python", None),
+    ("two halves in flight: native listener / main port", "halves", "halves_python", None),
 ]
 PACKAGES = ["gymnasium", "numpy", "envpool", "websockets", "msgpack", "uvicorn", "openenv-gym"]
 
@@ -117,10 +127,10 @@ class Client:
             import envpool
 
             self.envs = envpool.make(self.env, env_type="gymnasium", num_envs=N, batch_size=N, num_threads=2)
-        elif self.kind in HALVES:
-            self.envs = openenv_gym.RemoteVectorEnv(self.urls, N, mode="batched", batch_size=HALF, message_timeout=30)
         else:
-            self.envs = openenv_gym.RemoteVectorEnv(self.urls, N, mode="batched", message_timeout=30)
+            halves = {"batch_size": HALF} if self.kind in HALVES else {}
+            self.envs = openenv_gym.RemoteVectorEnv(self.urls, N, mode="batched", message_timeout=30,
+                                                    native=not self.kind.endswith(MAIN_PORT), **halves)
         rng = np.random.default_rng(0)
         size = HALF if self.kind in HALVES else N
         n_actions = int(gym.make(self.env).action_space.n)
@@ -200,6 +210,7 @@ def main(argv: list[str] | None = None) -> int:
             urls = {"remote_envpool": [servers["envpool"].base_url],
                     "envpool_halves": [servers["envpool"].base_url] * 2, "lockstep": [servers["sync_a"].base_url],
                     "halves": [servers["sync_a"].base_url, servers["sync_b"].base_url]}
+            urls.update({kind + MAIN_PORT: urls[kind] for kind in ("remote_envpool", "halves")})
             log = LOG_DIR / "pipeline-client.log"
             worker = processes.add(H.ClientWorker("pipeline", log_path=log)).start()
             kinds = list(KINDS)
@@ -276,6 +287,10 @@ def render(data: dict) -> str:
         "theirs is not a round trip). The server's part is its time from a decoded `step` message "
         "to the reply, env step included (its `/metrics`, median over reps); the rest of a lockstep "
         "call is the client, the codec and the socket, both ways.",
+        "",
+        "Every client reaches the servers' native listeners ([operations.md](operations.md#the-native-listener)) "
+        "but those marked \"main port\" (`RemoteVectorEnv(..., native=False)`: uvicorn and the "
+        "pure-Python framing, what a client gets without picows or behind a proxy).",
         "",
         "| client | env-steps/s | µs per call | server's part, µs |",
         "|---|---|---|---|",

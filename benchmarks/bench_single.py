@@ -85,10 +85,10 @@ LOADED_CORES = 0.25
 #: so every target against the official stack or the echo floor is set twice: with our
 #: defaults (polling) and with polling off on both our client and our server.
 TARGETS = {
-    "ours_vs_official_cartpole": 2.5,
-    "ours_nopoll_vs_official_cartpole": 2.0,
-    "ours_vs_echo_cartpole": 0.7,
-    "ours_nopoll_vs_echo_cartpole": 0.5,
+    "ours_vs_official_cartpole": 8.0,
+    "ours_nopoll_vs_official_cartpole": 8.0,
+    "ours_vs_echo_cartpole": 1.0,
+    "ours_nopoll_vs_echo_cartpole": 1.0,
     "ours_vs_official_image": 100.0,
     "ours_nopoll_vs_official_image": 100.0,
 }
@@ -96,8 +96,13 @@ TARGETS = {
 #: Server flags and client keyword that turn busy polling off on our side.
 NO_POLL_FLAGS = ("--busy-poll", "0")
 NO_POLL = {"busy_poll": 0.0}
-#: Name suffix of our configs (and their ratios) -> how they poll.
-POLLING = {"": "busy polling", "_nopoll": "no polling"}
+#: Client keyword that keeps our client on the server's main port (uvicorn and the pure-Python
+#: framing: what a client gets where picows is not installed or the native port is unreachable).
+MAIN_PORT = {"native": False}
+#: Name suffix of our configs (and their ratios) -> how they run: on the native listener (our
+#: default) with and without busy polling, and on the main port without polling.
+VARIANTS = {"": "busy polling", "_nopoll": "no polling",
+            "_python": "no polling, main port: the pure-Python fallback"}
 
 
 @dataclass
@@ -213,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
         return lambda: {"base_url": servers[key].base_url, **extra}
 
     def ours_configs(env: str, encodings: tuple[str, ...]) -> dict[str, Config]:
-        """Our client and server for ``env``, with busy polling (our defaults) and without."""
+        """Our client and server for ``env`` in each of :data:`VARIANTS`."""
         out = {}
         for encoding in encodings:
             out[f"ours_{encoding}/{env}"] = Config(
@@ -223,6 +228,11 @@ def main(argv: list[str] | None = None) -> int:
                 f"ours_{encoding}_nopoll/{env}", env, f"openenv-gym, RemoteEnv {encoding}, no polling",
                 f"ours_{env}_nopoll", "_clients:OursClient",
                 url_params(f"ours_{env}_nopoll", encoding=encoding, **NO_POLL))
+            out[f"ours_{encoding}_python/{env}"] = Config(
+                f"ours_{encoding}_python/{env}", env,
+                f"openenv-gym, RemoteEnv {encoding}, no polling, main port (pure-Python fallback)",
+                f"ours_{env}_nopoll", "_clients:OursClient",
+                url_params(f"ours_{env}_nopoll", encoding=encoding, **NO_POLL, **MAIN_PORT))
         out[f"ours_msgpack_process/{env}"] = Config(
             f"ours_msgpack_process/{env}", env,
             "openenv-gym, RemoteEnv msgpack, busy polling, env in its own process (--execution process)",
@@ -243,7 +253,9 @@ def main(argv: list[str] | None = None) -> int:
             ours_cp["ours_msgpack_nopoll/cartpole"],
             Config("ws_echo/cartpole", "cartpole", "raw websockets echo, same sizes (floor)",
                    "ws_echo", "_clients:WsEchoClient", echo_params("ws_echo", "cartpole")),
+            ours_cp["ours_msgpack_python/cartpole"],
             ours_cp["ours_json_nopoll/cartpole"],
+            ours_cp["ours_json_python/cartpole"],
             ours_cp["ours_msgpack_process/cartpole"],
         ]
     if "image" in args.groups:
@@ -255,6 +267,7 @@ def main(argv: list[str] | None = None) -> int:
             ours_im["ours_msgpack_nopoll/image"],
             Config("ws_echo/image", "image", "raw websockets echo, same sizes (floor)",
                    "ws_echo", "_clients:WsEchoClient", echo_params("ws_echo", "image")),
+            ours_im["ours_msgpack_python/image"],
             ours_im["ours_msgpack_process/image"],
         ]
     if "framework" in args.groups:
@@ -457,7 +470,7 @@ def build_results(args, configs, servers, sizes, machine, notes, command, starte
         return H.summarize(H.paired_ratios(per_rep(num, metric), per_rep(den, den_metric or metric)))
 
     ratios: dict[str, Any] = {}
-    for p in POLLING:  # "": our defaults (busy polling), "_nopoll": polling off
+    for p in VARIANTS:  # "": our defaults (busy polling), "_nopoll": polling off, "_python": main port
         ratios.update({
             f"ours{p}_vs_official_cartpole": ratio(f"ours_msgpack{p}/cartpole", "official/cartpole"),
             f"ours_json{p}_vs_official_cartpole": ratio(f"ours_json{p}/cartpole", "official/cartpole"),
@@ -472,6 +485,8 @@ def build_results(args, configs, servers, sizes, machine, notes, command, starte
     ratios["official_vs_echo_cartpole"] = ratio("official/cartpole", "ws_echo/cartpole")
     ratios["polling_gain_cartpole"] = ratio("ours_msgpack/cartpole", "ours_msgpack_nopoll/cartpole")
     ratios["polling_gain_image"] = ratio("ours_msgpack/image", "ours_msgpack_nopoll/image")
+    ratios["native_gain_cartpole"] = ratio("ours_msgpack_nopoll/cartpole", "ours_msgpack_python/cartpole")
+    ratios["native_gain_image"] = ratio("ours_msgpack_nopoll/image", "ours_msgpack_python/image")
     ratios["process_vs_inline_cartpole"] = ratio("ours_msgpack_process/cartpole", "ours_msgpack/cartpole")
     ratios["process_vs_inline_image"] = ratio("ours_msgpack_process/image", "ours_msgpack/image")
     for name, c in cfg_out.items():
@@ -498,8 +513,8 @@ def build_results(args, configs, servers, sizes, machine, notes, command, starte
 def _row_rank(name: str) -> int:
     """Table order: echo floor, ours (msgpack, json; each with then without polling), official;
     other rows (the framework echo apps) after, in run order."""
-    order = ["ws_echo", "ours_msgpack", "ours_msgpack_nopoll", "ours_msgpack_process", "ours_json",
-             "ours_json_nopoll", "official"]
+    order = ["ws_echo", "ours_msgpack", "ours_msgpack_nopoll", "ours_msgpack_python", "ours_msgpack_process",
+             "ours_json", "ours_json_nopoll", "ours_json_python", "official"]
     stack = name.split("/", 1)[0]
     return order.index(stack) if stack in order else len(order)
 
@@ -564,8 +579,8 @@ def render_markdown(res: dict) -> str:
             L.append(f"| {label} | {val} | {'≥ ' + H.fmt(target) + 'x' if target else '-'} | {met} |")
 
         def rows(label: str, key: str) -> None:
-            """The row with our defaults (busy polling), then the one with polling off."""
-            for p, how in POLLING.items():
+            """The row with our defaults (busy polling), then polling off, then the main port."""
+            for p, how in VARIANTS.items():
                 row(label.format(how=how), key.format(p=p), TARGETS.get(key.format(p=p)))
 
         rows("CartPole: ours (msgpack, {how}) / official", "ours{p}_vs_official_cartpole")
@@ -578,11 +593,15 @@ def render_markdown(res: dict) -> str:
              "to the VM's wake-up latency)", "echo_cpu_vs_ours{p}_cpu_cartpole")
         row("CartPole: official / raw websockets echo", "official_vs_echo_cartpole", None)
         row("CartPole: ours (msgpack) with busy polling / without", "polling_gain_cartpole", None)
+        row("CartPole: ours (msgpack, no polling) on the native listener / on the main port",
+            "native_gain_cartpole", None)
         row("CartPole: ours with the env in its own process (`--execution process`) / in the "
             "server (the cost of isolation)", "process_vs_inline_cartpole", None)
         rows("84x84x4 image: ours (msgpack, {how}) / official (nested JSON)", "ours{p}_vs_official_image")
         rows("84x84x4 image: ours (msgpack, {how}) / raw websockets echo", "ours{p}_vs_echo_image")
         row("84x84x4 image: ours (msgpack) with busy polling / without", "polling_gain_image", None)
+        row("84x84x4 image: ours (msgpack, no polling) on the native listener / on the main port",
+            "native_gain_image", None)
         row("84x84x4 image: ours with the env in its own process / in the server",
             "process_vs_inline_image", None)
         L.append("")
@@ -629,20 +648,25 @@ def render_markdown(res: dict) -> str:
           "columns include that polling, and with it ours can beat the echo 'floor'. Rows marked "
           "\"no polling\" turn it off on both sides (`RemoteEnv(busy_poll=0)` against "
           "`openenv-gym serve --busy-poll 0`, a server of its own), as the official stack and the "
-          "echo always run: those rows compare like with like. The \"own process\" row serves the "
+          "echo always run: those rows compare like with like. Our rows reach the server's "
+          "native listener ([operations.md](operations.md#the-native-listener)), except those "
+          "marked \"main port\": the same server reached with `RemoteEnv(native=False)`, through "
+          "uvicorn on the server and the pure-Python framing on the client, which is what a "
+          "client gets without picows or behind a proxy. The \"own process\" row serves the "
           "env with `--execution process` (each session's env in a child process, reached over "
           "a pipe; [operations.md](operations.md#process-isolation)): its cost over the row "
           "above it is the price of isolation.",
           {"ours_msgpack/cartpole": "cartpole", "ours_msgpack_nopoll/cartpole": "cartpole",
-           "ours_msgpack_process/cartpole": "cartpole",
+           "ours_msgpack_python/cartpole": "cartpole", "ours_msgpack_process/cartpole": "cartpole",
            "ours_json/cartpole": "cartpole_json", "ours_json_nopoll/cartpole": "cartpole_json",
+           "ours_json_python/cartpole": "cartpole_json",
            "official/cartpole": "official_cartpole", "ws_echo/cartpole": "cartpole"})
     table("image", "84x84x4 uint8 random-pixel env (Discrete(4), 1000-step episodes)",
           "Same columns, same polling variants. Ours ships the frame as a raw-bytes msgpack array; "
           "the official stack as a nested JSON list (pydantic `List[List[List[int]]]`), OpenEnv's "
           "usual way.",
           {"ours_msgpack/image": "image", "ours_msgpack_nopoll/image": "image",
-           "ours_msgpack_process/image": "image",
+           "ours_msgpack_python/image": "image", "ours_msgpack_process/image": "image",
            "official/image": "official_image", "ws_echo/image": "image"})
     table("framework", "Framework and uvicorn WebSocket implementation (echo apps)",
           "Echo of CartPole-sized binary messages (same sizes as our msgpack step) by a bare ASGI "

@@ -54,16 +54,18 @@ KINDS = {
     "sync": "gymnasium SyncVectorEnv (in-process, the anchor)",
     "batched": "RemoteVectorEnv batched (msgpack), busy polling (default)",
     "batched_nopoll": "RemoteVectorEnv batched (msgpack), no polling",
+    "batched_python": "RemoteVectorEnv batched (msgpack), no polling, main port (pure-Python fallback)",
     "sessions_msgpack": "RemoteVectorEnv sessions (msgpack)",
     "sessions_json": "RemoteVectorEnv sessions (JSON)",
     "async": "gymnasium AsyncVectorEnv (shared memory, N worker processes)",
     "official": "official openenv client, N sessions",
 }
 #: ``RemoteVectorEnv`` keyword arguments of our kinds; ``busy_poll=0`` also picks the
-#: server started with ``--busy-poll 0``.
+#: server started with ``--busy-poll 0``; ``native=False`` stays on its main port.
 REMOTE = {
     "batched": {"mode": "batched", "encoding": "msgpack"},
     "batched_nopoll": {"mode": "batched", "encoding": "msgpack", "busy_poll": 0.0},
+    "batched_python": {"mode": "batched", "encoding": "msgpack", "busy_poll": 0.0, "native": False},
     "sessions_msgpack": {"mode": "sessions", "encoding": "msgpack"},
     "sessions_json": {"mode": "sessions", "encoding": "json"},
 }
@@ -80,9 +82,17 @@ TARGETS = [
      "cartpole/batched/64", "cartpole/official/64", 20.0),
     ("CartPole batched, no polling, N=64 / official client, 64 sessions",
      "cartpole/batched_nopoll/64", "cartpole/official/64", 15.0),
-    ("image batched N=8 / AsyncVectorEnv N=8", "image/batched/8", "image/async/8", 1.0),
+    ("image batched N=8 / AsyncVectorEnv N=8", "image/batched/8", "image/async/8", 1.5),
     ("image batched, no polling, N=8 / AsyncVectorEnv N=8",
-     "image/batched_nopoll/8", "image/async/8", 0.7),
+     "image/batched_nopoll/8", "image/async/8", 1.5),
+    ("CartPole batched, no polling, main port (pure-Python fallback), N=64 / SyncVectorEnv N=64",
+     "cartpole/batched_python/64", "cartpole/sync/64", None),
+    ("image batched, no polling, main port (pure-Python fallback), N=8 / AsyncVectorEnv N=8",
+     "image/batched_python/8", "image/async/8", None),
+    ("CartPole batched, no polling, N=64: native listener / main port",
+     "cartpole/batched_nopoll/64", "cartpole/batched_python/64", None),
+    ("image batched, no polling, N=8: native listener / main port",
+     "image/batched_nopoll/8", "image/batched_python/8", None),
 ]
 ENVS = {"cartpole": "CartPole-v1", "image": "84x84x4 uint8 random pixels"}
 PACKAGES = ["gymnasium", "numpy", "websockets", "msgpack", "uvicorn", "starlette", "openenv", "openenv-gym"]
