@@ -594,6 +594,16 @@ def _verdict(ratio: dict[str, Any], band: list[float] | None) -> str:
     return "within noise"
 
 
+def _transport_text() -> str:
+    """Which port this run's clients reached: the native listener wherever picows is installed."""
+    from openenv_gym.server.native import native_wanted
+
+    if native_wanted():
+        return ("every client reaches its server's native listener, "
+                "[operations.md](operations.md#the-native-listener), as openenv-gym clients do by default")
+    return "every client reaches its server's main port: the native listener is off or picows is not installed"
+
+
 def render(data: dict[str, Any]) -> str:
     """The ``latency-mechanisms`` section of docs/benchmarks.md."""
     a, machine, load, summary = data["args"], data["machine"], data["load"], data["summary"]
@@ -625,7 +635,8 @@ def render(data: dict[str, Any]) -> str:
                   f"(up to 64 such workers).", ""]
     lines += [
         "Each mechanism is switched through the server's options (`openenv-gym serve` flags, `create_app`'s "
-        "options of the same names) or the client's `busy_poll`; every other option keeps its default. Rates: "
+        "options of the same names) or the client's `busy_poll`; every other option keeps its default (so "
+        f"{_transport_text()}). Rates: "
         "`step()` calls per second for one env, env-steps per second for a vector env. CPU: server + client "
         "CPU µs per `step()` call (with busy polling it includes the polling). Noise: each workload runs our "
         "defaults twice, on servers and clients of their own (A/A). Ratios are paired per round, over the quiet "
