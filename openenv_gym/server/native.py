@@ -51,6 +51,12 @@ if TYPE_CHECKING:
 __all__ = ["NativeListener", "NativeChannel", "NATIVE_VERSION", "native_available", "native_wanted"]
 
 logger = logging.getLogger("openenv_gym.server")
+#: picows's own lines: a logger, not a name (picows prefixes names with "picows.", whose lines
+#: would miss the server's handlers, its format and --log-format json), at WARNING: its
+#: per-connection INFO lines repeat what the server logs of each session; its warnings (a
+#: peer that broke the protocol) pass.
+picows_logger = logging.getLogger("openenv_gym.server.native")
+picows_logger.setLevel(logging.WARNING)
 
 #: Version of the native listener's advertisement (``x-openenv-gym-native`` in ``/schema``).
 NATIVE_VERSION = 1
@@ -322,7 +328,7 @@ class NativeListener:
             auto_ping_idle_timeout=self.ping_interval or 20.0,
             auto_ping_reply_timeout=self.ping_timeout or 20.0,
             max_frame_size=self.max_message_bytes,
-            logger_name="openenv_gym.server.native",
+            logger_name=picows_logger,
         )
         self.server.native = {"port": self.port, "id": self.id, "version": NATIVE_VERSION}
 
