@@ -131,6 +131,10 @@ class Connection:
         max_message_bytes: int = 100 * 1024 * 1024,
     ) -> None:
         self._sock = sock
+        #: What each read of the socket fills: one buffer for the connection's life, from
+        #: which the framing copies each payload once (a fresh buffer per read costs page
+        #: faults for every large message).
+        self._inbox = memoryview(bytearray(_RECV_BYTES))
         self._max_message_bytes = max_message_bytes
         #: Bytes of messages kept unread before the server counts as flooding: one
         #: message of the largest size, and room for its error frame.
@@ -270,8 +274,8 @@ class Connection:
                         if remaining <= 0:
                             break
                         self._sock.settimeout(remaining)
-                        data = self._sock.recv(_RECV_BYTES)
-                        self._protocol.receive_data(data) if data else self._protocol.receive_eof()
+                        data = self._read()
+                        self._take(data) if data else self._protocol.receive_eof()
                         self._protocol.events_received()
                         self._flush()
                         if not data:
@@ -321,7 +325,7 @@ class Connection:
             end = time.perf_counter() + window
             while not self._ready() and time.perf_counter() < end:
                 try:
-                    data = sock.recv(_RECV_BYTES)
+                    data = self._read()
                 except (BlockingIOError, ssl.SSLWantReadError):
                     spin_turn()  # the server may be waiting for this core to answer
                     continue
@@ -358,7 +362,7 @@ class Connection:
         """Read what the socket holds without waiting for more (select found it readable)."""
         self._sock.settimeout(0)
         try:
-            data = self._sock.recv(_RECV_BYTES)
+            data = self._read()
         except (TimeoutError, BlockingIOError, ssl.SSLWantReadError):
             return  # a TLS record still incomplete: the next wait reads it
         except OSError as exc:
@@ -388,7 +392,7 @@ class Connection:
                     return False
             self._sock.settimeout(remaining)
             try:
-                data = self._sock.recv(_RECV_BYTES)
+                data = self._read()
             except TimeoutError:
                 continue
             except OSError as exc:
@@ -397,9 +401,22 @@ class Connection:
             self._feed(data)
         return True
 
-    def _feed(self, data: bytes) -> None:
-        if data:
+    def _read(self) -> memoryview:
+        """Read what the socket has (at most :data:`_RECV_BYTES`) into :attr:`_inbox`: valid
+        until the next read (empty: the server closed TCP)."""
+        return self._inbox[: self._sock.recv_into(self._inbox)]
+
+    def _take(self, data: memoryview) -> None:
+        """Give the framing what a read brought (websockets' protocol, which frames a
+        connection with an extension, takes bytes)."""
+        if isinstance(self._protocol, ClientFraming):
             self._protocol.receive_data(data)
+        else:
+            self._protocol.receive_data(bytes(data))
+
+    def _feed(self, data: memoryview) -> None:
+        if data:
+            self._take(data)
         else:
             self._protocol.receive_eof()
         self._collect()
@@ -412,8 +429,8 @@ class Connection:
         so an error frame the server sent before closing can still be read."""
         try:
             self._sock.setblocking(False)
-            while data := self._sock.recv(_RECV_BYTES):
-                self._protocol.receive_data(data)
+            while data := self._read():
+                self._take(data)
         except OSError:
             pass
         self._absorb(self._protocol.events_received(), reply=False)

@@ -8,9 +8,11 @@ speaks the same small interface as ``ClientProtocol`` (``send_*``, ``receive_dat
 ``events_received``, ``data_to_send``, ``state``, ``close_code``, ``parser_exc``) and
 yields the same :class:`~websockets.frames.Frame` events, so the connection drives
 either one; what it leaves out is the cost of a general protocol object on every
-message: a server frame is parsed from one buffer by :mod:`struct`, a client frame is
-one header and a payload masked in C (``websockets.speedups``).
-``benchmarks/bench_client_transport.py`` measures the difference.
+message: a server frame is parsed in place in the buffer the connection reads into (its
+payload copied out once, never through a temporary: two large buffers freed together
+make glibc give their pages back, and the next message fault them in again, 160 page
+faults per 225 KB message), a client frame is one header and a payload masked in C
+(``websockets.speedups``). ``benchmarks/bench_client_transport.py`` measures the difference.
 
     >>> framing = ClientFraming(max_size=1 << 20)
     >>> framing.receive_data(b"\\x82\\x03abc")                # a binary frame from the server
@@ -64,7 +66,10 @@ class ClientFraming:
         self.parser_exc: Exception | None = None
         self.close_code: int | None = None
         self.close_reason = ""
-        self._buffer = bytearray()
+        self._head = bytearray()  # a frame's header cut short by the end of a read
+        self._payload: list[bytes] | None = None  # the pieces of a payload still arriving
+        self._payload_first = 0  # the first header byte of its frame
+        self._payload_missing = 0  # its bytes still to come
         self._out: list[bytes] = []
         self._events: list[Frame] = []
         self._message_bytes: int | None = None  # of the fragmented message being read, if any
@@ -134,32 +139,68 @@ class ClientFraming:
     # -- receiving ----------------------------------------------------------
 
     def receive_data(self, data: bytes | bytearray | memoryview) -> None:
-        """Take bytes read from the socket; whole frames become :meth:`events_received`."""
+        """Take bytes read from the socket; whole frames become :meth:`events_received`.
+
+        ``data`` is not kept (the connection reads into one buffer it reuses): a frame's
+        payload is copied out of it once, into the bytes the frame event holds. A payload
+        that has not all arrived is gathered as the pieces each read brings, joined once
+        whole (never in a buffer of the size its header announces, which may never come).
+        """
         if self.parser_exc is not None or self.state is State.CLOSED:
             return
-        buffer = self._buffer
-        buffer += data
-        at, size = 0, len(buffer)
-        while size - at >= 2:
-            first, second = buffer[at], buffer[at + 1]
+        with memoryview(data) as view:
+            if self._payload is not None:
+                taken = self._fill_payload(view)
+                if self._payload is not None or taken == len(view):
+                    return
+                view = view[taken:]
+            if self._head:  # a header cut short by the last read (rare, and a few bytes)
+                joined = bytes(self._head) + bytes(view)
+                self._head.clear()
+                self._parse(memoryview(joined))
+            else:
+                self._parse(view)
+
+    def _parse(self, view: memoryview) -> None:
+        """Read the frames whole in ``view``; keep what starts one (a header cut short, or a
+        payload still arriving) for the next read."""
+        at, size = 0, len(view)
+        while size - at >= 2 and self.parser_exc is None:
+            first, second = view[at], view[at + 1]
             length, start = second & 0x7F, at + 2
             if length == 126:
                 if size - at < 4:
                     break
-                length, start = _SHORT.unpack_from(buffer, start)[0], start + 2
+                length, start = _SHORT.unpack_from(view, start)[0], start + 2
             elif length == 127:
                 if size - at < 10:
                     break
-                length, start = _LONG.unpack_from(buffer, start)[0], start + 8
+                length, start = _LONG.unpack_from(view, start)[0], start + 8
             if not self._acceptable(first, second, length):
-                at = size  # read no more
-                break
+                return  # read no more
             end = start + length
-            if end > size:
-                break
-            self._frame(first, bytes(buffer[start:end]))
+            if end > size:  # the payload is still arriving: gather it
+                self._payload, self._payload_first, self._payload_missing = [], first, length
+                self._fill_payload(view[start:])
+                return
+            self._frame(first, bytes(view[start:end]))
             at = end
-        del buffer[:at]
+        if at < size and self.parser_exc is None:
+            self._head += view[at:]
+
+    def _fill_payload(self, view: memoryview) -> int:
+        """Keep what ``view`` holds of the payload being gathered; when it is whole, it is a
+        frame. The number of bytes of ``view`` taken."""
+        pieces = self._payload
+        assert pieces is not None
+        taken = min(self._payload_missing, len(view))
+        if taken:
+            pieces.append(bytes(view[:taken]))
+        self._payload_missing -= taken
+        if not self._payload_missing:
+            self._payload = None
+            self._frame(self._payload_first, b"".join(pieces))
+        return taken
 
     def _acceptable(self, first: int, second: int, length: int) -> bool:
         """Whether a frame with this header may be read; if not, fail the connection."""

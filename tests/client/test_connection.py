@@ -84,3 +84,26 @@ def wait_until(condition, timeout: float) -> bool:
             return True
         time.sleep(0.002)
     return condition()
+
+
+@pytest.mark.parametrize("encoding", ["msgpack", "json"])
+def test_a_connection_with_permessage_deflate_frames_through_websockets_and_plays_as_a_local_env(encoding):
+    """``compression="deflate"`` negotiates the extension on the main port, so the
+    connection keeps websockets' protocol (which inflates) instead of its own framing;
+    the episode is the local env's, observation for observation."""
+    import gymnasium as gym
+    from gymnasium.utils.env_match import check_environments_match
+
+    from openenv_gym.client.framing import ClientFraming
+
+    with openenv_gym.local_server("CartPole-v1") as url:
+        remote = openenv_gym.RemoteEnv(url, encoding=encoding, compression="deflate", native=False)
+        local = gym.make("CartPole-v1")
+        try:
+            connection = remote._session.connection
+            assert "permessage-deflate" in connection.response_headers.get("Sec-WebSocket-Extensions", "")
+            assert not isinstance(connection._protocol, ClientFraming)
+            check_environments_match(remote, local, num_steps=50, seed=3)
+        finally:
+            remote.close()
+            local.close()
