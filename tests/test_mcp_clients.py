@@ -49,7 +49,9 @@ def tictactoe() -> Iterator[str]:
 
 def test_mcp_tool_client_plays_frozen_lake_on_one_env(frozen_lake):
     with MCPToolClient(base_url=frozen_lake).sync() as client:
-        assert [tool.name for tool in client.list_tools()] == ["act", "observe", "legal_actions"]
+        assert [tool.name for tool in client.list_tools()] == [
+            "act", "observe", "legal_actions", "new_episode", "episode_state",
+        ]
         reset = client.reset(seed=0)
         assert reset.observation.text.startswith("position: row 0, column 0")
         assert client.call_tool("act", action="down")["text"].startswith("position: row 1, column 0")
@@ -178,6 +180,40 @@ def test_echo_post_mcp_answers_as_upstreams_echo_server():
         assert mine == theirs
 
 
+def test_an_mcp_only_agent_plays_many_seeded_episodes_in_one_session():
+    """With the MCP SDK's client alone (no reset message): slippery FrozenLake, episode
+    after episode in one MCP session, the same seed giving the same episode."""
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    async def play(client, seed: int) -> tuple[list[str], float, dict]:
+        begun = await client.call_tool("new_episode", {"seed": seed})
+        assert begun.isError is False
+        texts, total = [begun.structuredContent["text"]], 0.0
+        for _ in range(40):
+            result = (await client.call_tool("act", {"action": "right"})).structuredContent
+            texts.append(result["text"])
+            total += result["reward"]
+            if result["done"]:
+                break
+        return texts, total, (await client.call_tool("episode_state", {})).structuredContent
+
+    async def session() -> list[tuple[list[str], float, dict]]:
+        async with streamable_http_client(lake + "/mcp") as (read, write, _):
+            async with ClientSession(read, write) as client:
+                await client.initialize()
+                return [await play(client, seed) for seed in (3, 4, 5, 6, 3)]
+
+    with openenv_gym.local_server("FrozenLake-v1", mode="production") as lake:  # slippery
+        episodes = asyncio.run(session())
+    first, *others, again = episodes
+    assert again[:2] == first[:2]  # the same seed: the same walk, the same return
+    assert any(texts != first[0] for texts, _, _ in others)  # the ice is slippery
+    for (texts, total, state), seed in zip(episodes, (3, 4, 5, 6, 3)):
+        assert (state["seed"], state["step_count"], state["return"]) == (seed, len(texts) - 1, total)
+    assert len({state["episode_id"] for *_, state in episodes}) == 5
+
+
 def test_mcp_sdk_client_initializes_lists_and_calls_tools(frozen_lake):
     from mcp import ClientSession
     from mcp.client.streamable_http import streamable_http_client
@@ -190,7 +226,9 @@ def test_mcp_sdk_client_initializes_lists_and_calls_tools(frozen_lake):
                 assert init.serverInfo.name == "FrozenLake-v1" and init.capabilities.tools is not None
                 await client.send_ping()
                 tools = await client.list_tools()
-                assert [tool.name for tool in tools.tools] == ["act", "observe", "legal_actions"]
+                assert [tool.name for tool in tools.tools] == [
+                    "act", "observe", "legal_actions", "new_episode", "episode_state",
+                ]
                 first = await client.call_tool("act", {"action": "down"})
                 assert first.isError is False and first.structuredContent["text"].startswith("position: row 1")
                 second = await client.call_tool("observe", {})  # the same session's env

@@ -55,7 +55,15 @@ from ..errors import (
     ValidationError,
 )
 from ..protocol import Observation, Reset, jsonable
-from ..protocol.tools import Tool, ToolResult, call_tool_step, list_tools_step, read_tool_result, read_tools
+from ..protocol.tools import (
+    EPISODE_TOOL_NAMES,
+    Tool,
+    ToolResult,
+    call_tool_step,
+    list_tools_step,
+    read_tool_result,
+    read_tools,
+)
 from ..text import view_for
 from .connection import http_url
 from .http import get_json
@@ -338,8 +346,10 @@ def _client_tools(make_env: Callable[[], gym.Env], view: Any, name: str | None) 
 
 
 def _list_tools(url: str, options: ConnectOptions) -> list[Tool] | None:
-    """The server's tools, or ``None`` when it answers a ``list_tools`` step with an
-    error (it has none: openenv-gym servers before tools, stock envs of named fields)."""
+    """The server's tools but its episode tools (:data:`~openenv_gym.protocol.tools.EPISODE_TOOL_NAMES`:
+    a trainer starts each episode itself, which the model must not), or ``None`` when it
+    answers a ``list_tools`` step with an error (it has none: openenv-gym servers before
+    tools, stock envs of named fields)."""
     session = RemoteSession(url, options)
     try:
         reply = session.request(list_tools_step())
@@ -347,7 +357,9 @@ def _list_tools(url: str, options: ConnectOptions) -> list[Tool] | None:
         return None
     finally:
         session.close()
-    return read_tools(reply) if isinstance(reply, Observation) else None
+    if not isinstance(reply, Observation):
+        return None
+    return [tool for tool in read_tools(reply) if tool.name not in EPISODE_TOOL_NAMES]
 
 
 def _server_name(url: str, options: ConnectOptions) -> str:

@@ -44,7 +44,15 @@ from ..errors import ErrorCode, ProtocolError, ToolCallError
 from .hints import jsonable
 from .messages import Observation, Step
 
-__all__ = ["Tool", "ToolResult", "list_tools_step", "call_tool_step", "read_tools", "read_tool_result", "result_text"]
+__all__ = [
+    "Tool", "ToolResult", "EPISODE_TOOL_NAMES", "list_tools_step", "call_tool_step", "read_tools",
+    "read_tool_result", "result_text",
+]
+
+#: The tools of openenv-gym servers that start an episode or read its bookkeeping: an MCP
+#: agent's, never a trained model's (a trainer starts each episode itself, with ``reset``,
+#: so its adapters do not show these to the model).
+EPISODE_TOOL_NAMES = ("new_episode", "episode_state")
 
 
 @dataclass(frozen=True)

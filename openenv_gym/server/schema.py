@@ -18,6 +18,7 @@ from ..protocol import EXTENSION_KEY, SUBPROTOCOLS, jsonable
 from ..protocol.attributes import ATTRIBUTES_VERSION
 from ..protocol.vector import VECTOR_PATH, VECTOR_VERSION
 from .source import EnvSource
+from .tools import BUILTIN_TOOL_NAMES
 
 __all__ = ["gym_schema_document", "metadata_document", "openapi_document", "Mode", "MODES", "TEXT_VERSION",
            "MCP_VERSION"]
@@ -68,10 +69,6 @@ def _observation_schema(source: EnvSource, title: str) -> dict:
     }
 
 
-#: The MCP tools every Gymnasium env (and PettingZoo seat) is served with.
-BUILT_IN_TOOLS = ("act", "observe", "legal_actions")
-
-
 def gym_schema_document(source: EnvSource, extensions: dict[str, Any] | None = None) -> dict:
     """The ``/schema`` response of a Gymnasium env (or a PettingZoo game's seat
     view): ``action``, ``observation``, ``reset_observation``, ``state``, and the
@@ -120,7 +117,7 @@ def gym_schema_document(source: EnvSource, extensions: dict[str, Any] | None = N
             "vector": {"path": VECTOR_PATH, "version": VECTOR_VERSION},
             "text": {"version": TEXT_VERSION, "query": "text=1"},
             "mcp": {"version": MCP_VERSION, "path": "/mcp",
-                    "tools": [*BUILT_IN_TOOLS, *(t.name for t in source.tools)]},
+                    "tools": [*BUILTIN_TOOL_NAMES, *(t.name for t in source.tools)]},
             "attributes": {"version": ATTRIBUTES_VERSION},
         },
     }

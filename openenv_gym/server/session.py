@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import numbers
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -295,6 +296,8 @@ class Session(EnvHost):
         self.episode_id: str | None = None
         self.step_count = 0
         self.seed: int | None = None
+        #: The sum of the episode's rewards so far (of those that are numbers).
+        self.episode_return = 0.0
         #: Whether observation frames carry the observation's ``text``.
         self.text = wants_text(codec, {})
         #: Where the current episode stands (``None`` before the first reset).
@@ -344,6 +347,7 @@ class Session(EnvHost):
         self.episode_id = reset.episode_id or str(uuid.uuid4())
         self.step_count = 0
         self.seed = reset.seed
+        self.episode_return = 0.0
         self._reset_done = True
 
     def require_episode(self) -> None:
@@ -389,6 +393,8 @@ class Session(EnvHost):
         """Step the env with a checked action; the reward (the position moves on)."""
         obs, reward, terminated, truncated, info, rendered = await self.run(self.env_step, action, text)
         self.step_count += 1
+        if isinstance(reward, numbers.Real) and not isinstance(reward, bool):
+            self.episode_return += float(reward)
         self.position = Position(obs, info, bool(terminated), bool(truncated), rendered)
         return reward
 
@@ -442,6 +448,19 @@ class Session(EnvHost):
             await self._reset(Reset())
         assert self.position is not None
         return self.position
+
+    async def new_episode(self, reset: Reset) -> Position:
+        await self._reset(reset)
+        assert self.position is not None
+        return self.position
+
+    def episode_state(self) -> dict[str, Any]:
+        return {
+            "episode_id": self.episode_id if self._reset_done else None,
+            "seed": self.seed if self._reset_done else None,
+            "step_count": self.step_count,
+            "return": self.episode_return,
+        }
 
     async def position_text(self) -> str:
         position = self.position

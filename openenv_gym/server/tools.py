@@ -1,7 +1,7 @@
-"""The MCP tools of a served environment: ``act``, ``observe``, ``legal_actions``, and an
-env author's own.
+"""The MCP tools of a served environment: ``act``, ``observe``, ``legal_actions``,
+``new_episode``, ``episode_state``, and an env author's own.
 
-Every Gymnasium env (and PettingZoo seat view) a server hosts gets three tools, built
+Every Gymnasium env (and PettingZoo seat view) a server hosts gets these tools, built
 from the session's text view (:mod:`openenv_gym.text`), so an LLM plays it through MCP
 with no per-env code:
 
@@ -9,15 +9,24 @@ with no per-env code:
   ``[0.5]``); its input schema is the enum of the action names where the view has
   names, else the JSON Schema of the action space;
 - ``observe()``: the current observation as text, taking no action;
-- ``legal_actions()``: the actions legal now (by the env's action mask where it has one).
+- ``legal_actions()``: the actions legal now (by the env's action mask where it has one);
+- ``new_episode(seed=None, options=None)``: end the episode and start another, seeded
+  and with reset options if given, so that a client speaking MCP alone plays many
+  (reproducible) episodes in one session;
+- ``episode_state()``: the episode's id, seed, steps and return so far, and whether it
+  is over.
 
 Their results carry the observation's text, the reward of the call (0 for the tools
 that take no action) and ``terminated`` / ``truncated`` / ``done``, as structured
-content (:data:`RESULT_SCHEMA`). A session without an episode starts one (a reset
-without seed, as ``POST /step`` does) at its first tool call. An action the view cannot
-read, or an ``act`` after the episode ended, never reaches the env: it is a
-:class:`~openenv_gym.errors.ToolCallError`, which the server answers as OpenEnv answers a
-tool that raised.
+content (:data:`RESULT_SCHEMA`; ``episode_state``'s is :data:`EPISODE_STATE_SCHEMA`). A
+session without an episode starts one (a reset without seed, as ``POST /step`` does) at
+its first tool call. An action the view cannot read, or an ``act`` after the episode
+ended, never reaches the env: it is a :class:`~openenv_gym.errors.ToolCallError`, which
+the server answers as OpenEnv answers a tool that raised.
+
+The episode tools are the agent's when MCP is all it speaks; a trainer starts episodes
+itself (``reset``), so its adapters leave them out of what the model is shown
+(:data:`~openenv_gym.protocol.tools.EPISODE_TOOL_NAMES`).
 
 An env author adds tools with plain functions taking the session's env first
 (``create_app(env, tools=[...])``, see :func:`function_tool`)::
@@ -39,7 +48,8 @@ from typing import Any, Literal, Protocol
 from ..errors import ProtocolError, ToolCallError
 from ..fields import validate_action
 from ..protocol.mcp import RESERVED_TOOL_NAMES, McpToolResult, ToolSpec
-from ..protocol.messages import MAX_ERROR_CHARS
+from ..protocol.messages import MAX_ERROR_CHARS, Reset
+from ..protocol.tools import EPISODE_TOOL_NAMES
 from ..spaces._common import clipped
 from ..text import ActionParseError
 
@@ -49,6 +59,7 @@ __all__ = [
     "Position",
     "Episode",
     "RESULT_SCHEMA",
+    "EPISODE_STATE_SCHEMA",
     "BUILTIN_TOOL_NAMES",
     "gym_tools",
     "function_tool",
@@ -57,7 +68,7 @@ __all__ = [
 ]
 
 #: The names of the tools every Gymnasium env gets.
-BUILTIN_TOOL_NAMES = ("act", "observe", "legal_actions")
+BUILTIN_TOOL_NAMES = ("act", "observe", "legal_actions", *EPISODE_TOOL_NAMES)
 
 #: The JSON Schema of the structured content of the built-in tools' results.
 RESULT_SCHEMA: dict[str, Any] = {
@@ -76,7 +87,37 @@ RESULT_SCHEMA: dict[str, Any] = {
     "required": ["text", "reward", "terminated", "truncated", "done", "legal_actions"],
 }
 
+#: The JSON Schema of ``episode_state``'s structured content.
+EPISODE_STATE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "episode_id": {"type": ["string", "null"], "description": "The episode's id (null before the first)"},
+        "seed": {"type": ["integer", "null"], "description": "The seed it began with (null: unseeded)"},
+        "step_count": {"type": "integer", "description": "The actions taken in it"},
+        "return": {"type": "number", "description": "The sum of its rewards so far"},
+        "terminated": {"type": "boolean", "description": "Gymnasium's terminated"},
+        "truncated": {"type": "boolean", "description": "Gymnasium's truncated"},
+        "done": {"type": "boolean", "description": "Whether it is over"},
+    },
+    "required": ["episode_id", "seed", "step_count", "return", "terminated", "truncated", "done"],
+}
+
 _NO_ARGUMENTS: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
+
+_NEW_EPISODE_ARGUMENTS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "seed": {
+            "anyOf": [{"type": "integer", "minimum": 0}, {"type": "null"}], "default": None,
+            "description": "Seeds the environment's reset: the same seed, the same episode (null: unseeded)",
+        },
+        "options": {
+            "anyOf": [{"type": "object"}, {"type": "null"}], "default": None,
+            "description": "The environment's reset options (Gymnasium's reset(options=...))",
+        },
+    },
+    "additionalProperties": False,
+}
 
 
 @dataclass
@@ -109,6 +150,13 @@ class Episode(Protocol):
 
     async def begin_if_needed(self) -> Position:
         """The episode's position, after a reset without seed if there is no episode."""
+
+    async def new_episode(self, reset: Reset) -> Position:
+        """End the episode, if any, and start another with ``reset``; its first position."""
+
+    def episode_state(self) -> dict[str, Any]:
+        """The episode's id, seed, steps and return so far (:data:`EPISODE_STATE_SCHEMA`
+        but ``terminated``, ``truncated`` and ``done``)."""
 
     async def position_text(self) -> str:
         """The text of the current observation."""
@@ -199,10 +247,24 @@ def gym_tools(view: Any) -> list[ServedTool]:
         _NO_ARGUMENTS, RESULT_SCHEMA,
     )
     legal = ToolSpec("legal_actions", "The actions that are legal now.", _NO_ARGUMENTS, RESULT_SCHEMA)
+    new_episode = ToolSpec(
+        "new_episode",
+        "End the current episode, if any, and start a new one: the same seed gives the same episode. "
+        "Returns its first observation as text.",
+        _NEW_EPISODE_ARGUMENTS, RESULT_SCHEMA,
+    )
+    state = ToolSpec(
+        "episode_state",
+        "The current episode's id, seed, number of steps and return so far, and whether it is over "
+        "(takes no action).",
+        _NO_ARGUMENTS, EPISODE_STATE_SCHEMA,
+    )
     return [
         _checked(act, {"properties": {"action": {}}, "required": ["action"]}, _act),
         _checked(observe, {}, _observe),
         _checked(legal, {}, _legal_actions),
+        _checked(new_episode, {"properties": {"seed": {}, "options": {}}}, _new_episode),
+        _checked(state, {}, _episode_state),
     ]
 
 
@@ -210,7 +272,8 @@ async def _act(episode: Episode, arguments: dict[str, Any]) -> ToolOutcome:
     position = await episode.begin_if_needed()
     if position.over:
         raise ToolCallError(
-            f"the episode is over ({_ending(position)}): no action can be taken until the next reset",
+            f"the episode is over ({_ending(position)}): no action can be taken until the next reset "
+            "(new_episode starts one)",
             error_type="execution_error",
         )
     try:
@@ -237,6 +300,34 @@ async def _legal_actions(episode: Episode, arguments: dict[str, Any]) -> ToolOut
     else:
         text = "Legal actions: " + (", ".join(legal) or "none")
     return ToolOutcome(McpToolResult(text, result.structured, result.data))
+
+
+async def _new_episode(episode: Episode, arguments: dict[str, Any]) -> ToolOutcome:
+    options = arguments.get("options")
+    if options is not None and not isinstance(options, dict):
+        raise ToolCallError("options: Input should be an object or null", error_type="invalid_args")
+    try:
+        seed = Reset.from_data({"seed": arguments.get("seed")}).seed
+    except ProtocolError as exc:
+        raise ToolCallError(f"seed: {exc.extra['errors'][0]['msg']}", error_type="invalid_args") from None
+    await episode.new_episode(Reset(seed=seed, options=options or None))
+    seeded = "unseeded" if seed is None else f"seed {seed}"
+    return ToolOutcome(await _position_result(episode, 0.0, f"A new episode began ({seeded}). "))
+
+
+async def _episode_state(episode: Episode, arguments: dict[str, Any]) -> ToolOutcome:
+    position = episode.position
+    over = {"terminated": False, "truncated": False, "done": False} if position is None else {
+        "terminated": position.terminated, "truncated": position.truncated, "done": position.over}
+    data = {**episode.episode_state(), **over}
+    if data["episode_id"] is None:
+        text = "No episode has begun: act, observe or new_episode starts one."
+    else:
+        seeded = "unseeded" if data["seed"] is None else f"seed {data['seed']}"
+        status = f"over ({_ending(position)})" if position is not None and position.over else "going on"
+        text = (f"Episode {data['episode_id']} ({seeded}): {data['step_count']} steps, "
+                f"return {data['return']:.4g}, {status}.")
+    return ToolOutcome(McpToolResult(text, data, data))
 
 
 async def _position_result(episode: Episode, reward: float, prefix: str) -> McpToolResult:

@@ -79,7 +79,7 @@ def test_the_source_is_built_whole_and_frozen():
 
     source = resolve("CartPole-v1", options=ServeOptions(tools=[peek]))
     assert [tool.name for tool in source.tools] == ["peek"]
-    assert source.schema["x-openenv-gym"]["mcp"]["tools"] == ["act", "observe", "legal_actions", "peek"]
+    assert source.schema["x-openenv-gym"]["mcp"]["tools"] == ["act", "observe", "legal_actions", "new_episode", "episode_state", "peek"]
     with pytest.raises(dataclasses.FrozenInstanceError):
         source.tools = ()  # type: ignore[misc]
 

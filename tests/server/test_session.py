@@ -115,7 +115,7 @@ def test_a_session_answers_reset_step_state_and_mcp(codec):
         assert seconds == 0.0  # no env call
         mcp = await answer(session, McpRequest({"jsonrpc": "2.0", "method": "tools/list", "id": 7}))
         assert isinstance(mcp, McpReply) and mcp.response["id"] == 7
-        assert [tool["name"] for tool in mcp.response["result"]["tools"]] == ["act", "observe", "legal_actions"]
+        assert [tool["name"] for tool in mcp.response["result"]["tools"]] == ["act", "observe", "legal_actions", "new_episode", "episode_state"]
         await session.close()
         assert session.env is None
 

@@ -80,7 +80,7 @@ def active_sessions(url: str) -> int:
 
 def test_every_env_gets_act_observe_legal_actions_and_its_authors_tools(frozen_url):
     tools = rpc(frozen_url, "tools/list")["result"]["tools"]
-    assert [tool["name"] for tool in tools] == ["act", "observe", "legal_actions", "peek"]
+    assert [tool["name"] for tool in tools] == ["act", "observe", "legal_actions", "new_episode", "episode_state", "peek"]
     for tool in tools:  # every field of FastMCP's dump, as OpenEnv's servers send
         assert set(tool) == {
             "name", "title", "description", "inputSchema", "outputSchema", "icons", "annotations", "meta",
@@ -89,13 +89,13 @@ def test_every_env_gets_act_observe_legal_actions_and_its_authors_tools(frozen_u
     act = tools[0]["inputSchema"]
     assert act["required"] == ["action"] and act["additionalProperties"] is False
     assert act["properties"]["action"]["enum"] == ["left", "down", "right", "up"]
-    assert tools[3]["inputSchema"] == {
+    assert tools[5]["inputSchema"] == {
         "type": "object", "properties": {"row": {"type": "integer"}}, "required": ["row"],
         "additionalProperties": False,
     }
-    assert "row" in tools[3]["description"]
+    assert "row" in tools[5]["description"]
     assert set(http(frozen_url, "/schema")[1]["x-openenv-gym"]["mcp"]["tools"]) == {
-        "act", "observe", "legal_actions", "peek",
+        "act", "observe", "legal_actions", "new_episode", "episode_state", "peek",
     }
 
 
@@ -130,7 +130,7 @@ def test_a_session_plays_to_the_goal_and_then_refuses_to_act(frozen_url):
     assert error == {
         "code": -32603, "data": None,
         "message": "Error calling tool 'act': the episode is over (terminated): "
-        "no action can be taken until the next reset",
+        "no action can be taken until the next reset (new_episode starts one)",
     }
     observed = call(frozen_url, "observe", {}, session)["result"]["data"]  # the session goes on
     assert observed["done"] is True and observed["reward"] == 0.0 and "HFF*" in observed["text"]
@@ -143,6 +143,78 @@ def test_a_session_plays_to_the_goal_and_then_refuses_to_act(frozen_url):
     assert active_sessions(frozen_url) == before
     gone = call(frozen_url, "observe", {}, session)["error"]
     assert gone["code"] == -32602 and gone["message"] == f"Unknown session_id: {session}"
+
+
+def test_new_episode_starts_the_next_episode_of_a_session_and_episode_state_counts_it(frozen_url):
+    session = rpc(frozen_url, "openenv/session/create")["result"]["session_id"]
+    try:
+        empty = call(frozen_url, "episode_state", {}, session)["result"]
+        assert empty["data"] == {"episode_id": None, "seed": None, "step_count": 0, "return": 0.0,
+                                 "terminated": False, "truncated": False, "done": False}
+        assert empty["content"][0]["text"].startswith("No episode has begun")
+        ids = set()
+        for episode in range(3):  # to the goal and back to the start, three times in one session
+            begun = call(frozen_url, "new_episode", {"seed": episode}, session)["result"]
+            assert begun["data"]["done"] is False and "*FFF" in begun["data"]["text"]
+            assert f"A new episode began (seed {episode})" in begun["content"][0]["text"]
+            for action in TO_THE_GOAL:
+                call(frozen_url, "act", {"action": action}, session)
+            state = call(frozen_url, "episode_state", {}, session)["result"]["data"]
+            assert (state["seed"], state["step_count"], state["return"], state["done"]) == (episode, 6, 1.0, True)
+            assert state["terminated"] is True and state["truncated"] is False
+            ids.add(state["episode_id"])
+        assert len(ids) == 3
+        midway = call(frozen_url, "act", {"action": "down"}, session)["error"]  # over: refused
+        assert "new_episode starts one" in midway["message"]
+        call(frozen_url, "new_episode", {}, session)
+        call(frozen_url, "act", {"action": "down"}, session)
+        state = call(frozen_url, "episode_state", {}, session)["result"]["data"]
+        assert (state["seed"], state["step_count"], state["done"]) == (None, 1, False)
+    finally:
+        rpc(frozen_url, "openenv/session/close", {"session_id": session})
+
+
+def test_new_episode_passes_seed_and_options_to_the_env_reset():
+    """CartPole's reset takes bounds for its start state: the episode ``new_episode``
+    begins reads as the local env's ``reset(seed=..., options=...)`` does."""
+    import gymnasium as gym
+
+    from openenv_gym.text import view_for
+
+    bounds = {"low": -0.001, "high": 0.001}
+    local = gym.make("CartPole-v1")
+    try:
+        view = view_for(local)
+        expected = {key: view.obs_to_text(*local.reset(seed=4, options=options))
+                    for key, options in (("bounds", bounds), ("default", None))}
+    finally:
+        local.close()
+    with openenv_gym.local_server("CartPole-v1") as url:
+        session = rpc(url, "openenv/session/create")["result"]["session_id"]
+        narrow = call(url, "new_episode", {"seed": 4, "options": bounds}, session)["result"]["data"]["text"]
+        wide = call(url, "new_episode", {"seed": 4, "options": None}, session)["result"]["data"]["text"]
+        again = call(url, "new_episode", {"seed": 4, "options": bounds}, session)["result"]["data"]["text"]
+    assert (narrow, wide, again) == (expected["bounds"], expected["default"], expected["bounds"])
+    assert narrow != wide
+
+
+@pytest.mark.parametrize("arguments, message", [
+    ({"seed": "four"}, "Error calling tool 'new_episode': seed: Input should be a valid integer or null"),
+    ({"seed": -1}, "Error calling tool 'new_episode': seed: Input should be greater than or equal to 0"),
+    ({"seed": True}, "Error calling tool 'new_episode': seed: Input should be a valid integer or null"),
+    ({"options": [1]}, "Error calling tool 'new_episode': options: Input should be an object or null"),
+    ({"sed": 1}, "Invalid arguments for tool 'new_episode': sed: Extra inputs are not permitted"),
+])
+def test_new_episode_refuses_a_bad_seed_or_options_and_the_episode_goes_on(frozen_url, arguments, message):
+    session = rpc(frozen_url, "openenv/session/create")["result"]["session_id"]
+    try:
+        call(frozen_url, "new_episode", {"seed": 0}, session)
+        call(frozen_url, "act", {"action": "down"}, session)
+        assert call(frozen_url, "new_episode", arguments, session)["error"]["message"] == message
+        state = call(frozen_url, "episode_state", {}, session)["result"]["data"]
+        assert (state["seed"], state["step_count"]) == (0, 1)
+    finally:
+        rpc(frozen_url, "openenv/session/close", {"session_id": session})
 
 
 @pytest.mark.parametrize(
@@ -190,7 +262,7 @@ def test_ws_tool_steps_carry_the_gym_reward_and_done(cartpole_url):
         listed = ask(sock, {"type": "step", "data": {"type": "list_tools"}})["data"]
         assert listed["reward"] is None and listed["done"] is False
         tools = listed["observation"]["tools"]
-        assert [t["name"] for t in tools] == ["act", "observe", "legal_actions"]
+        assert [t["name"] for t in tools] == ["act", "observe", "legal_actions", "new_episode", "episode_state"]
         assert set(tools[0]) == {"name", "description", "input_schema"}
         ask(sock, {"type": "reset", "data": {"seed": 3}})
         reply = ask(sock, {"type": "step", "data": {

@@ -96,7 +96,7 @@ def test_mcp_over_websocket_session(cartpole_url):
     with ws(cartpole_url) as sock:
         reply = ask(sock, {"type": "mcp", "data": {"jsonrpc": "2.0", "method": "tools/list", "id": 7}})
         assert reply["type"] == "mcp" and reply["data"]["id"] == 7
-        assert [tool["name"] for tool in reply["data"]["result"]["tools"]] == ["act", "observe", "legal_actions"]
+        assert [tool["name"] for tool in reply["data"]["result"]["tools"]] == ["act", "observe", "legal_actions", "new_episode", "episode_state"]
 
 
 def test_a_whole_game_has_no_tools():
