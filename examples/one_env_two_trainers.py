@@ -35,7 +35,7 @@ from stable_baselines3.common.monitor import Monitor
 
 import openenv_gym
 from openenv_gym.sb3 import RemoteVecEnv
-from openenv_gym.trl import environment_factory, seed_dataset, tiny_chat_model
+from openenv_gym.trl import environment_factory, first_prompt_ids, seed_dataset, tiny_chat_model
 
 PROMPT = "Walk from S to the goal G without falling into a hole H. Move with the act tool."
 DIRECTIONS = ["left", "down", "right", "up"]
@@ -55,15 +55,22 @@ def ppo(url: str, steps: int) -> None:
           f"{before:.0%} of 20 episodes before, {after:.0%} after")
 
 
+def dataset(rows: int):
+    """GRPO's rows: the task, and a seed per row."""
+    return seed_dataset(rows, prompt=PROMPT)
+
+
+def warm_start_prompt(tokenizer, env) -> list[int]:
+    """The token ids of the first prompt GRPO shows for the first row: the tools' schemas
+    as TRL lists them, the task and the first observation (``tests/trl/test_grpo.py``
+    checks them against what GRPOTrainer itself renders)."""
+    return first_prompt_ids(env, dataset(1)[0], tokenizer)
+
+
 def warm_start(model, tokenizer, env, steps: int) -> None:
-    """Supervised steps on one turn: the first prompt as GRPO shows it (the tools'
-    schemas, the task, the first observation), then a tool call of each direction (the
-    loss on the call alone)."""
-    first = env.reset(seed=0)
-    prompt = tokenizer.apply_chat_template(
-        [{"role": "user", "content": PROMPT + first}], tools=[env.act], add_generation_prompt=True, tokenize=False
-    )
-    prompt_ids = tokenizer.encode(prompt)
+    """Supervised steps on one turn: the first prompt as GRPO shows it, then a tool call
+    of each direction (the loss on the call alone)."""
+    prompt_ids = warm_start_prompt(tokenizer, env)
     optimizer = torch.optim.AdamW(model.parameters(), lr=5e-3)
     model.train()
     for _ in range(steps):
@@ -102,7 +109,7 @@ def grpo(url: str, steps: int, warm_steps: int, output_dir: str) -> None:
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     trainer = GRPOTrainer(
         model=model, processing_class=tokenizer, args=args, environment_factory=FrozenLake,
-        train_dataset=seed_dataset(64, prompt=PROMPT),
+        train_dataset=dataset(64),
     )
     trainer.train()
     key = f"rewards/{FrozenLake.__name__}/mean"

@@ -67,6 +67,8 @@ __all__ = [
     "environment_factory",
     "ToolEnvironment",
     "seed_dataset",
+    "first_prompt_ids",
+    "model_tools",
     "tool_function",
     "type_hint",
     "class_name",
@@ -326,6 +328,45 @@ def seed_dataset(
             raise TypeError("system= goes with a string prompt; put the system message in the conversation")
         messages = [dict(message) for message in prompt]
     return Dataset.from_dict({"prompt": [messages] * n, "seed": list(range(start, start + n))})
+
+
+def model_tools(environment: Any) -> list[Callable[..., Any]]:
+    """The tools ``GRPOTrainer`` shows the model for ``environment``, in its order: the
+    public functions of its class but ``reset`` and ``get_reward``, by name, bound to it.
+
+        >>> class Env:
+        ...     def reset(self, **row): return ""
+        ...     def walk(self, to: str) -> str: return to
+        ...     def act(self, action: str) -> str: return action
+        >>> [tool.__name__ for tool in model_tools(Env())]
+        ['act', 'walk']
+    """
+    return [
+        getattr(environment, name)
+        for name, _ in inspect.getmembers(type(environment), predicate=inspect.isfunction)
+        if name not in ("reset", "get_reward") and not name.startswith("_")
+    ]
+
+
+def first_prompt_ids(environment: Any, row: Mapping[str, Any], tokenizer: Any) -> list[int]:
+    """The token ids of a rollout's first prompt as ``GRPOTrainer`` renders them, for a
+    warm start (supervised steps before GRPO) that trains on what GRPO will show.
+
+    ``environment.reset(**row)`` starts the episode (as TRL calls it); its text is
+    appended to the last message of the row's ``prompt``; the conversation is rendered
+    by ``tokenizer``'s chat template with :func:`model_tools` and the generation prompt.
+    A prompt made by hand easily differs (another tool list, the observation elsewhere),
+    and a model warm-started on it writes nothing useful under GRPO's.
+    """
+    messages = [dict(message) for message in row["prompt"]]
+    observation = environment.reset(**row)
+    if observation is not None:
+        messages[-1] = {**messages[-1], "content": messages[-1]["content"] + observation}
+    rendered = tokenizer.apply_chat_template(
+        [messages], tools=model_tools(environment) or None, add_generation_prompt=True,
+        tokenize=True, return_dict=True,
+    )
+    return list(rendered["input_ids"][0])
 
 
 def tiny_chat_model(*, hidden_size: int = 32, layers: int = 2, seed: int = 0) -> tuple[Any, Any]:

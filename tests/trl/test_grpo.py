@@ -146,3 +146,53 @@ def test_grpo_on_a_served_pettingzoo_game(tmp_path):
     assert [env.steps for env in envs] == [3, 3, 3, 3]
     assert all(env.done for env in envs)
     assert changed == list(before)
+
+
+def load_example(name: str):
+    """A module of ``examples/``, imported from its file."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "examples" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_two_trainers_example_warm_starts_on_the_prompt_grpo_shows(tmp_path):
+    """``examples/one_env_two_trainers.py`` teaches its model a tool call on one prompt
+    before GRPO: it must be, token for token, the first prompt GRPOTrainer renders for
+    the example's dataset (another tool list, or the observation elsewhere, and the
+    warm-started model writes nothing GRPO can use)."""
+    example = load_example("one_env_two_trainers")
+    with openenv_gym.local_server("FrozenLake-v1", env_kwargs={"is_slippery": False}) as url:
+        FrozenLake = environment_factory(url)
+        _, tokenizer = tiny_chat_model()
+        warm = example.warm_start_prompt(tokenizer, FrozenLake())
+        shown: list[list[int]] = []
+
+        class Recording(ScriptedGenerate):
+            def __call__(self, input_ids, **kwargs):
+                if self.calls == 0:
+                    pad = self.tokenizer.pad_token_id
+                    shown.extend(row[row != pad].tolist() for row in input_ids)
+                return super().__call__(input_ids, **kwargs)
+
+        model, tokenizer = tiny_chat_model()
+        args = trl.GRPOConfig(
+            output_dir=str(tmp_path), learning_rate=0.1, per_device_train_batch_size=4, num_generations=2,
+            max_steps=1, max_completion_length=256, max_tool_calling_iterations=2, logging_steps=1,
+            report_to="none", use_cpu=True, save_strategy="no",
+        )
+        with patch.dict(os.environ, {"TRL_EXPERIMENTAL_SILENCE": "1"}):
+            trainer = trl.GRPOTrainer(model=model, processing_class=tokenizer, args=args,
+                                      train_dataset=example.dataset(4), environment_factory=FrozenLake)
+        with patch.object(trainer.model, "generate", side_effect=Recording(tokenizer, lambda text, row: "Done.")):
+            trainer.train()
+    assert shown, "GRPOTrainer generated nothing"
+    assert all(ids == warm for ids in shown)
+    text = tokenizer.decode(warm)
+    for tool in ("act", "observe", "legal_actions"):
+        assert f'"name": "{tool}"' in text
+    assert "new_episode" not in text and example.PROMPT in text and "*FFF" in text
