@@ -16,8 +16,12 @@ and ``extras`` (the dataset row's): the server's URL comes from ``url=`` (regist
     ...                    kwargs={"url": "http://127.0.0.1:8000", "max_turns": 20})  # doctest: +SKIP
     >>> env = TextEnv(url="FrozenLake-v1", env_kwargs={"is_slippery": False}, extras={"seed": 0})
     >>> prompt, _ = env.init([{"role": "user", "content": "Reach G."}])
-    >>> print(prompt[-1]["content"])
+    >>> print(prompt[-1]["content"])  # doctest: +ELLIPSIS
     Reach G.
+    <BLANKLINE>
+    FrozenLake: walk from the start S to the goal G over a frozen lake without falling into a hole H. ...
+    Actions: left (move left), down (move down), right (move right), up (move up) (or their numbers 0 to 3)
+    Answer with one action, ...
     <BLANKLINE>
     position: row 0, column 0 (cell 0)
     map (* = you):
@@ -65,6 +69,9 @@ class TextEnv(BaseTextEnv):
         max_turns: The episode ends after this many turns, whatever the env says.
         view: The text view to use (see :func:`~openenv_gym.text.view_for`).
         env_kwargs: For a local env, the keyword arguments that make it.
+        instructions: Whether the first message tells the model the env's instructions
+            (its text view's :meth:`~openenv_gym.text.TextView.describe`: the task, the
+            observations, the actions and how to answer) before the first observation.
         connect: How to connect to a server (fields of
             :class:`~openenv_gym.client.options.ConnectOptions`).
     """
@@ -78,6 +85,7 @@ class TextEnv(BaseTextEnv):
         max_turns: int | None = None,
         view: Any = None,
         env_kwargs: Mapping[str, Any] | None = None,
+        instructions: bool = True,
         **connect: Any,
     ) -> None:
         super().__init__()
@@ -89,12 +97,15 @@ class TextEnv(BaseTextEnv):
         seed = (extras or {}).get("seed")
         self.seed = int(seed) if isinstance(seed, int) else None
         self.session = view_session(target, view=view, env_kwargs=env_kwargs, **connect)
+        self.instructions = instructions
         self.episode_return = 0.0
 
     def init(self, prompt: list[dict[str, str]]) -> tuple[list[dict[str, str]], dict[str, Any]]:
-        """Reset the env; the first observation's text ends the prompt's last user
-        message (or is a user message of its own)."""
+        """Reset the env; the env's instructions and the first observation's text end the
+        prompt's last user message (or are a user message of their own)."""
         text = self.session.reset(seed=self.seed)
+        if self.instructions:
+            text = f"{self.session.view.describe()}\n\n{text}"
         self.turns, self.episode_return = 0, 0.0
         messages = [dict(message) for message in prompt]
         if messages and messages[-1].get("role") == "user":

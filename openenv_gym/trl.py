@@ -117,6 +117,9 @@ class ToolEnvironment:
 
     #: The env's tools and how to open a session on it (set on each generated class).
     env_tools: ClassVar[EnvTools]
+    #: What the model is told before the first observation of each episode (the env's
+    #: :attr:`~openenv_gym.client.tools.EnvTools.instructions`; ``None``: nothing).
+    instructions: ClassVar[str | None] = None
 
     def __init__(self) -> None:
         self.reward = 0.0
@@ -129,8 +132,8 @@ class ToolEnvironment:
         ``options`` (a dict, sent with the reset) are used, other columns ignored.
 
         Returns:
-            The first observation's text, after a blank line: TRL appends it to the
-            prompt's last message as it is.
+            The env's :attr:`instructions` and the first observation's text, each after
+            a blank line: TRL appends them to the prompt's last message as they are.
         """
         seed, options = row.get("seed"), row.get("options")
         if self._session is None:
@@ -141,7 +144,7 @@ class ToolEnvironment:
             options=options if isinstance(options, Mapping) else None,
         )
         self.reward, self.done, self.steps = 0.0, False, 0
-        return "\n\n" + text
+        return "".join(f"\n\n{part}" for part in (self.instructions, text) if part)
 
     def get_reward(self) -> float:
         """The episode's return: what TRL scores the rollout with."""
@@ -166,6 +169,7 @@ def environment_factory(
     tools: ToolsFrom = "auto",
     view: Any = None,
     env_kwargs: Mapping[str, Any] | None = None,
+    instructions: bool = True,
     options: ConnectOptions | None = None,
     **connect: Any,
 ) -> type[ToolEnvironment]:
@@ -183,6 +187,9 @@ def environment_factory(
         view: For an ``act`` made here, the text view to use (see
             :func:`~openenv_gym.text.view_for`).
         env_kwargs: For a local env, the keyword arguments that make it.
+        instructions: Whether each episode's first message tells the model the env's
+            instructions (the task, the observations, the actions and how to answer,
+            from the env's text view or the server's) before its first observation.
         options, connect: How to connect to a server
             (:class:`~openenv_gym.client.options.ConnectOptions`, or its fields as
             keywords).
@@ -194,6 +201,7 @@ def environment_factory(
     found = env_tools(url_or_env, tools=tools, view=view, env_kwargs=env_kwargs, options=options, **connect)
     namespace: dict[str, Any] = {
         "env_tools": found,
+        "instructions": found.instructions if instructions else None,
         "__module__": __name__,
         "__doc__": f"{found.name} through its tools ({', '.join(t.name for t in found.tools)}), for TRL.",
     }

@@ -224,6 +224,7 @@ def test_mcp_sdk_client_initializes_lists_and_calls_tools(frozen_lake):
             async with ClientSession(read, write) as client:
                 init = await client.initialize()
                 assert init.serverInfo.name == "FrozenLake-v1" and init.capabilities.tools is not None
+                assert init.instructions.startswith("FrozenLake: walk from the start S to the goal G")
                 await client.send_ping()
                 tools = await client.list_tools()
                 assert [tool.name for tool in tools.tools] == [

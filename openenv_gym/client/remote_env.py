@@ -64,6 +64,11 @@ class RemoteEnv(PicklesAsArguments, gym.Env):
             encoding, token, headers, timeouts, message size, pings,
             compression, busy polling, reconnect policy); keyword arguments of
             the same names override it (``RemoteEnv(url, token=..., busy_poll=0)``).
+        text: ask the server for each observation as its text view writes it
+            (``/ws?text=1``: the view of the env itself, which knows what the spaces do
+            not, FrozenLake's map say): :meth:`served_text`, and
+            :func:`~openenv_gym.text.view_for` of this env reads observations with it.
+            An openenv-gym server sends it when asked, a stock server always.
 
     With ``reconnect``, a step whose connection is lost ends the episode with
     ``truncated=True``, the last observation and
@@ -90,9 +95,14 @@ class RemoteEnv(PicklesAsArguments, gym.Env):
         options: ConnectOptions | None = None,
         observation_fields: FieldOverrides | None = None,
         action_fields: FieldOverrides | None = None,
+        text: bool = False,
         **connect: Unpack[ConnectKwargs],
     ) -> None:
         self.base_url = http_url(base_url)
+        #: Whether it asks the server for each observation's text (``text=``).
+        self.text = text
+        self._path = "/ws?text=1" if text else "/ws"
+        self._last_text: str | None = None
         self._session: RemoteSession | None = None
         self._closed = False
         self.options = options = ConnectOptions.merge(options, **connect)
@@ -115,7 +125,7 @@ class RemoteEnv(PicklesAsArguments, gym.Env):
         )
 
     def _connect(self) -> RemoteSession:
-        return RemoteSession(self.base_url, self.options)
+        return RemoteSession(self.base_url, self.options, path=self._path)
 
     def _reconnect(self) -> RemoteSession:
         """A new connection after a loss, where the policy says the server is now."""
@@ -158,7 +168,7 @@ class RemoteEnv(PicklesAsArguments, gym.Env):
             reply = self.reconnect.call(attempt)
         step = self.contract.read(self._live().codec, reply)
         obs, info = owned_arrays(step.obs), owned_arrays(step.info)
-        self._last_obs = obs
+        self._last_obs, self._last_text = obs, step.text
         self._last_mask = info.get("action_mask")
         if lost is not None:
             info[RECONNECTED] = True
@@ -180,8 +190,14 @@ class RemoteEnv(PicklesAsArguments, gym.Env):
             info = {RECONNECTED: True, LOST_REASON: str(exc)}
             return owned_arrays(self._last_obs, always=True), 0.0, False, True, info
         obs = self._last_obs = owned_arrays(step.obs)
+        self._last_text = step.text
         self._last_mask = step.info.get("action_mask")
         return obs, step.reward, step.terminated, step.truncated, owned_arrays(step.info)
+
+    def served_text(self, obs: Any) -> str | None:
+        """The server's text of ``obs`` when it is the last observation this env returned
+        and the server sent its text (see ``text=``); ``None`` otherwise."""
+        return self._last_text if obs is self._last_obs and self._last_text is not None else None
 
     def action_masks(self) -> np.ndarray | None:
         """The legal actions of the current position, as booleans (``info["action_mask"]`` of the
@@ -204,6 +220,7 @@ class RemoteEnv(PicklesAsArguments, gym.Env):
         message = Step(data) if not self.contract.extended else Step({"action": data})
         step = self.contract.read(session.codec, session.request(message))
         obs = self._last_obs = owned_arrays(step.obs)
+        self._last_text = step.text
         return obs, step.reward, step.terminated, step.truncated, owned_arrays(step.info)
 
     def state(self) -> dict[str, Any]:

@@ -54,7 +54,7 @@ from ..errors import (
     UnknownTypeError,
     ValidationError,
 )
-from ..protocol import Observation, Reset, jsonable
+from ..protocol import EXTENSION_KEY, Observation, Reset, jsonable
 from ..protocol.tools import (
     EPISODE_TOOL_NAMES,
     Tool,
@@ -248,13 +248,18 @@ class EnvTools:
     """The tools of one env, and how to open sessions on it.
 
     ``name`` is the env's id (the server's name for it); ``tools`` what every session
-    offers; ``kind`` where they come from (``"server"`` or ``"client"``).
+    offers; ``kind`` where they come from (``"server"`` or ``"client"``);
+    ``instructions`` what a model is told before its first observation (the env's text
+    view's :meth:`~openenv_gym.text.TextView.describe`: the task, the observations, the
+    actions and how to answer; an openenv-gym server's own in its ``/schema``), for a
+    system or first user message; ``None`` when neither the server nor a view has any.
     """
 
     name: str
     tools: list[Tool]
     kind: Literal["server", "client"]
     open: Callable[[], ToolSession]
+    instructions: str | None = None
 
 
 def env_tools(
@@ -315,7 +320,7 @@ def _target(
         if env_kwargs:
             raise TypeError("env_kwargs are for a local env; a server makes its envs itself")
         url, merged = http_url(url_or_env), ConnectOptions.merge(options, **connect)
-        return url, merged, lambda: RemoteEnv(url, options=merged)
+        return url, merged, lambda: RemoteEnv(url, options=merged, text=True)
     if options is not None or connect:
         raise TypeError("connection options are for a server URL, not a local env")
     return None, None, _local_factory(url_or_env, dict(env_kwargs or {}))
@@ -325,24 +330,48 @@ def _server_tools(url: str, tools: ToolsFrom, view: Any, options: ConnectOptions
     name = _server_name(url, options)
     listed = _list_tools(url, options) if tools != "client" else None
     if listed:
-        return EnvTools(name, listed, "server", lambda: ServerToolSession(url, options, listed))
+        instructions = _server_instructions(url, options)
+        return EnvTools(name, listed, "server", lambda: ServerToolSession(url, options, listed), instructions)
     if tools == "server":
         raise OpenEnvGymError(
             f"{url} offers no MCP tools (it does not answer a list_tools step): use tools='client' for an act "
             "tool made from its /schema and a text view"
         )
-    return _client_tools(lambda: RemoteEnv(url, options=options), view, name)
+    served = _server_instructions(url, options) if view is None else None
+    return _client_tools(lambda: RemoteEnv(url, options=options, text=True), view, name, served)
 
 
-def _client_tools(make_env: Callable[[], gym.Env], view: Any, name: str | None) -> EnvTools:
+def _client_tools(
+    make_env: Callable[[], gym.Env], view: Any, name: str | None, instructions: str | None = None
+) -> EnvTools:
     probe = ViewToolSession(make_env, view)
     try:
         env = probe._open()
         name = name or getattr(probe.view, "env_id", None) or _local_name(env)
         listed = probe.tools
+        instructions = instructions or _described(probe.view)
     finally:
         probe.close()
-    return EnvTools(name, listed, "client", lambda: ViewToolSession(make_env, view))
+    return EnvTools(name, listed, "client", lambda: ViewToolSession(make_env, view), instructions)
+
+
+def _described(view: Any) -> str | None:
+    describe = getattr(view, "describe", None)
+    return describe() if callable(describe) else None
+
+
+def _server_instructions(url: str, options: ConnectOptions) -> str | None:
+    """An openenv-gym server's instructions for its env (``/schema``'s
+    ``x-openenv-gym.text.instructions``, its own view's description); ``None`` from
+    other servers, or when the optional document does not come whole in time."""
+    try:
+        schema = get_json(f"{url}/schema", options)
+    except (ConnectionClosedError, MessageTimeoutError):
+        return None
+    extension = schema.get(EXTENSION_KEY) if isinstance(schema, dict) else None
+    text = extension.get("text") if isinstance(extension, dict) else None
+    instructions = text.get("instructions") if isinstance(text, dict) else None
+    return instructions if isinstance(instructions, str) and instructions else None
 
 
 def _list_tools(url: str, options: ConnectOptions) -> list[Tool] | None:
@@ -357,9 +386,8 @@ def _list_tools(url: str, options: ConnectOptions) -> list[Tool] | None:
         return None
     finally:
         session.close()
-    if not isinstance(reply, Observation):
-        return None
-    return [tool for tool in read_tools(reply) if tool.name not in EPISODE_TOOL_NAMES]
+    listed = read_tools(reply) if isinstance(reply, Observation) else None
+    return None if listed is None else [tool for tool in listed if tool.name not in EPISODE_TOOL_NAMES]
 
 
 def _server_name(url: str, options: ConnectOptions) -> str:

@@ -69,6 +69,8 @@ class GymStep(NamedTuple):
     terminated: bool
     truncated: bool
     info: dict
+    #: The observation as the server's text view wrote it, when it sent it.
+    text: str | None = None
 
 
 # -- actions ------------------------------------------------------------------------
@@ -171,10 +173,12 @@ def read_observation(codec: Codec, space: gym.Space, message: Observation) -> Gy
     types = fields.get("types")
     reward = 0.0 if message.reward is None else float(message.reward)
     info = fields.get("info") or {}
+    text = fields.get("text")
+    text = text if isinstance(text, str) else None
     if not isinstance(types, dict):  # msgpack: values travel as they are
         return GymStep(
             codec.unpack_space(space, fields.get("obs")), reward,
-            bool(fields.get("terminated", message.done)), bool(fields.get("truncated", False)), info,
+            bool(fields.get("terminated", message.done)), bool(fields.get("truncated", False)), info, text,
         )
     return GymStep(
         obs=codec.unpack_space(space, fields.get("obs"), types.get("obs")),
@@ -182,6 +186,7 @@ def read_observation(codec: Codec, space: gym.Space, message: Observation) -> Gy
         terminated=bool(fields.get("terminated", message.done)),
         truncated=bool(fields.get("truncated", False)),
         info=codec.unpack_data(info, types.get("info")),
+        text=text,
     )
 
 

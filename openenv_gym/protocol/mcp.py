@@ -318,14 +318,18 @@ def tool_error_data(error: ToolCallError) -> dict[str, Any]:
     return {"error_type": error.error_type, "message": error.message}
 
 
-def initialize_result(requested: Any, name: str, version: str) -> dict[str, Any]:
+def initialize_result(requested: Any, name: str, version: str, instructions: str | None = None) -> dict[str, Any]:
     """The result of MCP's ``initialize``: the protocol version asked for when it is one
-    of :data:`PROTOCOL_VERSIONS` (else the newest), and a server with tools."""
-    return {
+    of :data:`PROTOCOL_VERSIONS` (else the newest), a server with tools, and the
+    ``instructions`` MCP hosts show their model (the env's description), if any."""
+    result: dict[str, Any] = {
         "protocolVersion": requested if requested in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[-1],
         "capabilities": {"tools": {}},
         "serverInfo": {"name": name, "version": version},
     }
+    if instructions:
+        result["instructions"] = instructions
+    return result
 
 
 # -- tool actions inside /ws steps ----------------------------------------------------

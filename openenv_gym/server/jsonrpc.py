@@ -275,7 +275,9 @@ def _common(request: Request) -> dict[str, Any]:
 
 def _initialize(request: Request, session: McpSession) -> dict[str, Any]:
     source = session.source
-    return initialize_result(request.params.get("protocolVersion"), source.env_id or source.name, __version__)
+    return initialize_result(
+        request.params.get("protocolVersion"), source.env_id or source.name, __version__, source.instructions
+    )
 
 
 async def _close(request: Request, registry: Registry | None) -> dict[str, Any]:

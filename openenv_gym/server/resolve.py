@@ -21,6 +21,7 @@ import functools
 import importlib
 import importlib.util
 import inspect
+import logging
 import sys
 import types
 from collections.abc import Callable, Iterator, Mapping
@@ -29,6 +30,7 @@ from typing import Any, NamedTuple
 import gymnasium as gym
 
 from ..fields import FieldsEnv
+from ..text import view_for
 from . import envpool, legacy, multiagent
 from .fields import FieldsSession, FieldsSource
 from .options import ServeOptions, check_single_thread
@@ -36,6 +38,8 @@ from .schema import gym_schema_document
 from .session import Session
 from .source import EnvLike, EnvSource, PoolSource
 from .tools import check_tool_names, function_tool
+
+logger = logging.getLogger("openenv_gym.server")
 
 __all__ = ["resolve", "uses_pygame"]
 
@@ -296,6 +300,7 @@ def _gym_source(factory: _Factory, probe: gym.Env, shared: _Shared) -> EnvSource
             env_metadata=_served_metadata(probe.metadata),
             max_episode_steps=spec.max_episode_steps if spec is not None else None,
             description=_summary(type(probe.unwrapped)),
+            instructions=_instructions(factory.name, probe, shared.options.text_view),
             **of_kind,
             **shared.fields(factory.name, "gym"),
         )
@@ -328,6 +333,7 @@ def _multiagent_source(factory: _Factory, probe: Any, shared: _Shared) -> EnvSou
     try:
         game = multiagent.MultiAgentSource.from_probe(factory.make, probe, factory.name, shared.options.opponent)
         description = _summary(type(getattr(probe, "unwrapped", probe)))
+        instructions = _instructions(factory.name, probe, shared.options.text_view)
     finally:
         probe.close()
     observation_space, action_space = game.seat_spaces()
@@ -342,6 +348,7 @@ def _multiagent_source(factory: _Factory, probe: Any, shared: _Shared) -> EnvSou
         render_mode=game.render_mode,
         env_metadata=game.env_metadata,
         description=description,
+        instructions=instructions,
         game=game,
         extra_fields=multiagent.SEAT_FIELD_SCHEMAS,
         extra_values=_seat_fields,
@@ -352,6 +359,16 @@ def _multiagent_source(factory: _Factory, probe: Any, shared: _Shared) -> EnvSou
 
 def _seat_fields(env: Any) -> dict:
     return env.unwrapped.seat_fields()
+
+
+def _instructions(name: str, probe: Any, text_view: Any) -> str | None:
+    """The probe's text view's description, for a model's first message (``None`` when
+    no view can describe it: the server serves the env all the same)."""
+    try:
+        return view_for(probe, text_view).describe()
+    except Exception:  # noqa: BLE001 - an env no view knows is still served
+        logger.warning("text_view_failed env=%s (no instructions)", name, exc_info=True)
+        return None
 
 
 def _served_metadata(metadata: Any) -> dict:

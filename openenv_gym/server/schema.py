@@ -115,7 +115,7 @@ def gym_schema_document(source: EnvSource, extensions: dict[str, Any] | None = N
             "max_episode_steps": source.max_episode_steps,
             **(extensions or {}),
             "vector": {"path": VECTOR_PATH, "version": VECTOR_VERSION},
-            "text": {"version": TEXT_VERSION, "query": "text=1"},
+            "text": {"version": TEXT_VERSION, "query": "text=1", "instructions": source.instructions},
             "mcp": {"version": MCP_VERSION, "path": "/mcp",
                     "tools": [*BUILTIN_TOOL_NAMES, *(t.name for t in source.tools)]},
             "attributes": {"version": ATTRIBUTES_VERSION},

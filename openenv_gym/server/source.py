@@ -45,6 +45,10 @@ class EnvSource:
     env_metadata: dict = field(default_factory=dict)
     max_episode_steps: int | None = None
     description: str = ""
+    #: What a model is told of the env before its first observation: its text view's
+    #: :meth:`~openenv_gym.text.TextView.describe` (the task, the observations, the
+    #: actions and how to answer; ``None``: no view describes it).
+    instructions: str | None = None
     #: Observation fields beyond Gymnasium's: name -> JSON Schema, and the
     #: function reading their values from a session's env.
     extra_fields: dict[str, dict] = field(default_factory=dict)

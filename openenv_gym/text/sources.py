@@ -11,6 +11,11 @@ Sources, first match wins, for each part of a view:
    ``metadata["name"]``) or its class;
 4. an ``ansi`` render (escape codes stripped) as the observation text;
 5. the defaults of its spaces (:mod:`openenv_gym.text.values`).
+
+A ``RemoteEnv(url, text=True)`` receives each observation's text from its server, whose
+view has the env itself: its view (:class:`~openenv_gym.text.view.ServedTextView`) shows
+that text, and takes the rest (actions, names, legality, ``describe``) from the sources
+above.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from gymnasium import spaces as gs
 from gymnasium.envs.registration import parse_env_id
 
 from .table import UNKNOWN, BuiltinView, builtin_view
-from .view import TextView
+from .view import ServedTextView, TextView
 
 __all__ = ["view_for", "view_for_spaces", "env_key", "strip_ansi"]
 
@@ -110,7 +115,8 @@ def view_for(env: Any, view: Any = None, *, agent: str | None = None) -> Any:
     entry = _entry([*(env_key(i) for i in ids), f"{type(core).__module__}.{type(core).__qualname__}"])
     meanings = getattr(core, "get_action_meanings", None)
     render_text = getattr(core, "render_text", None)
-    return entry.view(
+    served_text = getattr(core, "served_text", None)
+    view = entry.view(
         observation_space,
         action_space,
         env=env,
@@ -119,6 +125,8 @@ def view_for(env: Any, view: Any = None, *, agent: str | None = None) -> Any:
         render=render_text if callable(render_text) else None,
         ansi=_ansi(env) if getattr(env, "render_mode", None) == "ansi" else None,
     )
+    asked = getattr(core, "text", False) is True  # a RemoteEnv(text=True): the server writes the text
+    return ServedTextView(view, served_text) if asked and callable(served_text) else view
 
 
 def _spaces(env: Any, agent: str | None) -> tuple[gs.Space, gs.Space]:

@@ -32,7 +32,7 @@ from .formats import ObservationFormat
 from .reply import ActionParseError, shorten
 from .values import action_text, describe_space, parse_reply, value_text
 
-__all__ = ["TextView", "MAX_LISTED_ACTIONS", "ANSWER_FORMS", "action_mask"]
+__all__ = ["TextView", "ServedTextView", "MAX_LISTED_ACTIONS", "ANSWER_FORMS", "action_mask"]
 
 #: ``Discrete`` action spaces up to this size list all their actions as legal when the
 #: env gives no action mask; bigger ones (and other spaces) have no list (``None``).
@@ -250,3 +250,27 @@ def _check_names(names: Sequence[str], space: gs.Space) -> None:
     lowered = [name.lower() for name in names]
     if len(set(lowered)) != len(lowered):
         raise ValueError(f"action names must differ in more than case: {list(names)}")
+
+
+class ServedTextView:
+    """A view of a served env that reads observations as its server wrote them.
+
+    A client builds its view of a :class:`~openenv_gym.RemoteEnv` from the spaces and
+    the env's id: FrozenLake's position, but not its map, which lives in the env. The
+    server's own view has the env; a ``RemoteEnv(url, text=True)`` receives its text
+    with every observation (``served_text``). This view shows that text for the
+    observation it came with, and the client's ``view`` for any other, and leaves
+    everything else to ``view`` (actions, their names and legality, :meth:`describe`).
+    """
+
+    def __init__(self, view: Any, served_text: Callable[[Any], str | None]) -> None:
+        self.view = view
+        self._served_text = served_text
+
+    def obs_to_text(self, obs: Any, info: Mapping[str, Any] | None = None) -> str:
+        own = self.view.obs_to_text(obs, info)  # the position later calls refer to, as ever
+        served = self._served_text(obs)
+        return own if served is None else served
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.view, name)

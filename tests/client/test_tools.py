@@ -106,3 +106,60 @@ def test_a_local_env():
         env_tools("FrozenLake-v1", tools="server")
     with pytest.raises(TypeError, match="env_kwargs are for a local env"):
         env_tools("http://127.0.0.1:1", env_kwargs={"is_slippery": False})
+
+
+def test_a_served_env_reads_as_the_local_env_through_every_client_route():
+    """FrozenLake's map lives in the env, not its spaces: a client-side view of the served
+    env shows it because the server writes each observation's text (``RemoteEnv(text=True)``).
+    The local env, its ``act`` tool made here, and the served env through ``tools="client"``
+    and through :func:`view_session` (SkyRL's route) read the same, step for step."""
+    from openenv_gym.client.tools import view_session
+
+    walk = ["down", "down", "right", "right", "down", "right"]
+
+    def transcript(session) -> list[str]:
+        try:
+            return [session.reset(seed=0), *(session.call("act", {"action": a}).text for a in walk)]
+        finally:
+            session.close()
+
+    local = transcript(env_tools("FrozenLake-v1", env_kwargs={"is_slippery": False}).open())
+    with openenv_gym.local_server("FrozenLake-v1", env_kwargs={"is_slippery": False}) as url:
+        served = transcript(env_tools(url, tools="client").open())
+        skyrl = transcript(view_session(url))
+    assert "map (* = you):\n*FFF\nFHFH" in local[0]
+    assert served == local and skyrl == local
+
+
+def test_remote_env_text_is_the_server_text_of_its_last_observation():
+    with openenv_gym.local_server("FrozenLake-v1", env_kwargs={"is_slippery": False}) as url:
+        asked, plain = openenv_gym.RemoteEnv(url, text=True), openenv_gym.RemoteEnv(url)
+        try:
+            first, _ = asked.reset(seed=0)
+            assert asked.served_text(first).startswith("position: row 0, column 0 (cell 0)\nmap")
+            second, *_ = asked.step(1)
+            assert asked.served_text(second).startswith("position: row 1, column 0 (cell 4)")
+            assert asked.served_text(first) is None  # not the last observation: no text of the server's
+            obs, _ = plain.reset(seed=0)
+            assert plain.served_text(obs) is None  # not asked for
+        finally:
+            asked.close()
+            plain.close()
+
+
+def test_instructions_are_the_env_view_description_on_every_route():
+    """The task, the observations, the actions and how to answer, for a model's first
+    message: the local view's, the server's own (``/schema``) for its tools and for an
+    ``act`` tool made here, and nothing from a server that has none."""
+    local = env_tools("FrozenLake-v1", env_kwargs={"is_slippery": False}).instructions
+    assert local.startswith("FrozenLake: walk from the start S to the goal G")
+    assert "Actions: left (move left), down (move down)" in local and "Answer with one action" in local
+    with openenv_gym.local_server("FrozenLake-v1", env_kwargs={"is_slippery": False}) as url:
+        assert env_tools(url).instructions == local
+        assert env_tools(url, tools="client").instructions == local
+
+
+def test_a_server_without_instructions_gives_the_client_view_description(corridor_url, stock_url):
+    assert env_tools(corridor_url).instructions is None  # an upstream MCPEnvironment: tools, no view
+    described = env_tools(stock_url).instructions  # a stock server: the client's view of its spaces
+    assert described is not None and "Answer with one action" in described

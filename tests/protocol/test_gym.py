@@ -158,7 +158,7 @@ def test_any_observation_comes_back_as_it_was_sent(subprotocol, space, seed):
 def test_a_step_reply_says_reward_terminated_truncated_and_info(subprotocol):
     read = sent_observation(codec_for(subprotocol), BOX, np.zeros(2, np.float32),
                             reward=2.5, terminated=np.bool_(True), truncated=0, info={"lives": 3})
-    assert read[1:] == (2.5, True, False, {"lives": 3})
+    assert read[1:] == (2.5, True, False, {"lives": 3}, None)  # no text was sent
 
 
 def test_a_reset_reply_has_no_reward_and_reads_as_zero():

@@ -260,6 +260,11 @@ def test_initialize_answers_the_protocol_version_asked_for(requested):
     }
 
 
+def test_initialize_carries_the_env_instructions_when_there_are_some():
+    assert mcp.initialize_result(None, "env", "1.0", "Walk to G.")["instructions"] == "Walk to G."
+    assert "instructions" not in mcp.initialize_result(None, "env", "1.0", "")
+
+
 @pytest.mark.parametrize("requested", [None, "1999-01-01", 3, ["2025-06-18"]])
 def test_initialize_answers_the_newest_version_to_any_other(requested):
     assert mcp.initialize_result(requested, "env", "1.0")["protocolVersion"] == mcp.PROTOCOL_VERSIONS[-1]

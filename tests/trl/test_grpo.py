@@ -196,3 +196,4 @@ def test_the_two_trainers_example_warm_starts_on_the_prompt_grpo_shows(tmp_path)
     for tool in ("act", "observe", "legal_actions"):
         assert f'"name": "{tool}"' in text
     assert "new_episode" not in text and example.PROMPT in text and "*FFF" in text
+    assert "FrozenLake: walk from the start S to the goal G" in text  # the env's instructions

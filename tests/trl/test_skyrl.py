@@ -27,7 +27,11 @@ def test_an_episode_made_from_skyrl_s_registry(frozen_lake_url):
     assert isinstance(env, TextEnv) and env.seed == 3 and env.max_turns == 10
     prompt, _ = env.init([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Reach G."}])
     assert prompt[0] == {"role": "system", "content": "Be brief."}
-    assert prompt[1]["content"].startswith("Reach G.\n\nposition: row 0, column 0")
+    # The env's instructions, then the first observation as the server's view writes it (the map too).
+    instructions, observation = prompt[1]["content"].removeprefix("Reach G.\n\n").split("\n\n")
+    assert instructions.startswith("FrozenLake: walk from the start S to the goal G")
+    assert "Actions: left (move left)" in instructions
+    assert observation == "position: row 0, column 0 (cell 0)\nmap (* = you):\n*FFF\nFHFH\nFFFH\nHFFG"
     replies = ["down", '{"action": "down"}', "<action>right</action>", "fly", "```json\n2\n```", "down"]
     outs = [env.step(reply) for reply in replies]
     assert [out["metadata"]["illegal"] for out in outs] == [False, False, False, True, False, False]
@@ -48,3 +52,10 @@ def test_turns_run_out(frozen_lake_url):
     env.close()
     with pytest.raises(TypeError, match="needs the env"):
         TextEnv(env_config={})
+
+
+def test_instructions_can_be_left_out(frozen_lake_url):
+    env = TextEnv(url=frozen_lake_url, instructions=False)
+    prompt, _ = env.init([{"role": "user", "content": "Go."}])
+    assert prompt[0]["content"].startswith("Go.\n\nposition: row 0, column 0 (cell 0)\nmap")
+    env.close()
