@@ -158,14 +158,17 @@ class ViewToolSession(ToolSession):
 
     ``make_env`` makes the env (a :class:`~openenv_gym.RemoteEnv` of a server, or a local
     env) at the first :meth:`reset`; ``view`` is passed to
-    :func:`~openenv_gym.text.view_for` with it (``None``: the env's own view). An action
-    the view cannot read, or that is not legal now, never reaches the env: it is a
-    :class:`~openenv_gym.errors.ToolCallError` with the view's message.
+    :func:`~openenv_gym.text.view_for` with it (``None``: the env's own view), and
+    ``env_id`` where the env does not say its id (a stock server's ``/metadata`` name, by
+    which the built-in views know it). An action the view cannot read, or that is not legal
+    now, never reaches the env: it is a :class:`~openenv_gym.errors.ToolCallError` with the
+    view's message.
     """
 
-    def __init__(self, make_env: Callable[[], gym.Env], view: Any = None) -> None:
+    def __init__(self, make_env: Callable[[], gym.Env], view: Any = None, env_id: str | None = None) -> None:
         self.make_env = make_env
         self.view_source = view
+        self.env_id = env_id
         self.env: gym.Env | None = None
         self.view: Any = None
         self.tools: list[Tool] = []
@@ -175,7 +178,7 @@ class ViewToolSession(ToolSession):
         if self.env is None:
             env = self.make_env()
             try:
-                self.view = view_for(env, self.view_source)
+                self.view = view_for(env, self.view_source, env_id=self.env_id)
                 act, self._fields = act_tool(self.view)
             except BaseException:
                 env.close()
@@ -344,7 +347,7 @@ def _server_tools(url: str, tools: ToolsFrom, view: Any, options: ConnectOptions
 def _client_tools(
     make_env: Callable[[], gym.Env], view: Any, name: str | None, instructions: str | None = None
 ) -> EnvTools:
-    probe = ViewToolSession(make_env, view)
+    probe = ViewToolSession(make_env, view, name)
     try:
         env = probe._open()
         name = name or getattr(probe.view, "env_id", None) or _local_name(env)
@@ -352,7 +355,7 @@ def _client_tools(
         instructions = instructions or _described(probe.view)
     finally:
         probe.close()
-    return EnvTools(name, listed, "client", lambda: ViewToolSession(make_env, view), instructions)
+    return EnvTools(name, listed, "client", lambda: ViewToolSession(make_env, view, name), instructions)
 
 
 def _described(view: Any) -> str | None:

@@ -84,10 +84,13 @@ def view_for_spaces(
     return (entry or UNKNOWN).view(observation_space, action_space, env_id=env_id, action_names=names)
 
 
-def view_for(env: Any, view: Any = None, *, agent: str | None = None) -> Any:
+def view_for(env: Any, view: Any = None, *, agent: str | None = None, env_id: str | None = None) -> Any:
     """The view of ``env``: a Gymnasium env (wrapped or not, a
     :class:`~openenv_gym.RemoteEnv` too) or a PettingZoo env (the view of ``agent``,
     the first possible agent by default). See the module docstring for the sources.
+
+    ``env_id`` is the env's id where the env itself does not say it (a stock server's
+    ``/metadata`` name, for a :class:`~openenv_gym.RemoteEnv` of it).
 
     ``view`` is a view to use as it is (a :class:`~openenv_gym.text.TextView`, or any
     object with its methods) or a function that makes one from ``env``; a server calls
@@ -111,7 +114,7 @@ def view_for(env: Any, view: Any = None, *, agent: str | None = None) -> Any:
         return view if callable(getattr(view, "parse_action", None)) and not isinstance(view, type) else view(env)
     observation_space, action_space = _spaces(env, agent)
     core = getattr(env, "unwrapped", env)
-    ids = _ids(env, core)
+    ids = _ids(env, core) + ([env_id] if env_id else [])
     entry = _entry([*(env_key(i) for i in ids), f"{type(core).__module__}.{type(core).__qualname__}"])
     meanings = getattr(core, "get_action_meanings", None)
     render_text = getattr(core, "render_text", None)

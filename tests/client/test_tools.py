@@ -163,3 +163,29 @@ def test_a_server_without_instructions_gives_the_client_view_description(corrido
     assert env_tools(corridor_url).instructions is None  # an upstream MCPEnvironment: tools, no view
     described = env_tools(stock_url).instructions  # a stock server: the client's view of its spaces
     assert described is not None and "Answer with one action" in described
+
+
+def test_a_served_fields_env_reads_as_its_built_in_view_says():
+    """The catalog's chess server speaks upstream's named fields (no tools, no spaces to
+    name it by): its ``/metadata`` name finds the built-in chess view, so its ``act`` tool
+    and text are the board, the EPD and the legal moves, as a local chess env's."""
+    pytest.importorskip("chess")
+    from openenv_gym.catalog.chess_env import ChessEnvironment
+
+    with openenv_gym.local_server(ChessEnvironment) as url:
+        tools = env_tools(url)
+        (act,) = tools.tools
+        assert (tools.name, tools.kind, list(act.input_schema["properties"])) == ("chess_env", "client", ["action"])
+        assert tools.instructions.startswith("Chess: you move for the side to move")
+        session = tools.open()
+        try:
+            first = session.reset(seed=0)
+            assert first.startswith("You play white, to move.\n8 r n b q k b n r")
+            assert "Position (EPD): rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq -" in first
+            assert "Legal moves: g1h3, g1f3" in first
+            played = session.call("act", {"action": "e2e4"}).text
+            assert "4 . . . . P . . ." in played
+            with pytest.raises(ToolCallError, match="e2e5 is not a legal move here"):
+                session.call("act", {"action": "e2e5"})
+        finally:
+            session.close()
