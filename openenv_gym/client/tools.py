@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import gymnasium as gym
+from websockets.protocol import State
 
 from ..errors import (
     ConnectionClosedError,
@@ -65,6 +66,7 @@ from ..protocol.tools import (
     read_tools,
 )
 from ..text import view_for
+from .async_session import AsyncSession
 from .connection import http_url
 from .http import get_json
 from .options import ConnectOptions
@@ -72,8 +74,8 @@ from .remote_env import RemoteEnv
 from .session import RemoteSession
 
 __all__ = [
-    "ToolsFrom", "EnvTools", "ToolSession", "ServerToolSession", "ViewToolSession", "env_tools", "view_session",
-    "outcome",
+    "ToolsFrom", "EnvTools", "ToolSession", "ServerToolSession", "AsyncServerToolSession", "ViewToolSession",
+    "env_tools", "view_session", "outcome",
 ]
 
 #: Where tools come from: ``"server"``, the server's own MCP tools; ``"client"``, an
@@ -134,13 +136,8 @@ class ServerToolSession(ToolSession):
         if self._session is None or self._session.connection.closed:
             self._session = RemoteSession(self.base_url, self.options)
         reply = _observation(self._session.request(Reset(seed, options=dict(options) if options else None)))
-        text = reply.observation.get("text")
-        if isinstance(text, str):
-            return text
-        if self._observe:
-            return self.call("observe", {}).text
-        shown = {k: v for k, v in reply.observation.items() if k not in _NOT_SHOWN and not _empty(v)}
-        return json.dumps(jsonable(shown))
+        text = _reset_text(reply, self._observe)
+        return self.call("observe", {}).text if text is None else text
 
     def call(self, name: str, arguments: Mapping[str, Any]) -> ToolResult:
         if self._session is None or self._session.connection.closed:
@@ -151,6 +148,60 @@ class ServerToolSession(ToolSession):
         session, self._session = self._session, None
         if session is not None:
             session.close()
+
+
+class AsyncServerToolSession:
+    """:class:`ServerToolSession` for ``asyncio`` callers: the same tools, replies and
+    errors, with ``async`` :meth:`reset`, :meth:`call` and :meth:`close` over one
+    connection of the running event loop, so that many sessions (the rollouts of an
+    async trainer or eval harness) play at once in one process instead of each blocking
+    the loop. :meth:`EnvTools.open_async` makes one.
+
+        >>> async def rollout(tools, seed):                      # doctest: +SKIP
+        ...     session = tools.open_async()
+        ...     try:
+        ...         text = await session.reset(seed=seed)
+        ...         return await session.call("act", {"action": "down"})
+        ...     finally:
+        ...         await session.close()
+        >>> await asyncio.gather(*(rollout(tools, seed) for seed in range(8)))  # doctest: +SKIP
+    """
+
+    def __init__(self, base_url: str, options: ConnectOptions, tools: list[Tool]) -> None:
+        self.base_url = base_url
+        self.options = options
+        self.tools = tools
+        self._observe = any(tool.name == "observe" and not tool.input_schema.get("required") for tool in tools)
+        self._session: AsyncSession | None = None
+
+    async def reset(self, seed: int | None = None, options: Mapping[str, Any] | None = None) -> str:
+        if self._session is None or self._session.websocket.state is not State.OPEN:
+            self._session = await AsyncSession.open(self.base_url, self.options)
+        reply = _observation(await self._session.request(Reset(seed, options=dict(options) if options else None)))
+        text = _reset_text(reply, self._observe)
+        return (await self.call("observe", {})).text if text is None else text
+
+    async def call(self, name: str, arguments: Mapping[str, Any]) -> ToolResult:
+        if self._session is None:
+            raise OpenEnvGymError("no episode is running on this session: call reset() first")
+        return read_tool_result(_observation(await self._session.request(call_tool_step(name, arguments))))
+
+    async def close(self) -> None:
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
+
+
+def _reset_text(reply: Observation, observe: bool) -> str | None:
+    """A reset's text: the observation's ``text`` where the server sends one, ``None``
+    when the server's ``observe`` tool is to say it, else the observation as JSON."""
+    text = reply.observation.get("text")
+    if isinstance(text, str):
+        return text
+    if observe:
+        return None
+    shown = {k: v for k, v in reply.observation.items() if k not in _NOT_SHOWN and not _empty(v)}
+    return json.dumps(jsonable(shown))
 
 
 class ViewToolSession(ToolSession):
@@ -263,6 +314,23 @@ class EnvTools:
     kind: Literal["server", "client"]
     open: Callable[[], ToolSession]
     instructions: str | None = None
+    #: The server's URL and connection options, for :meth:`open_async` (``None``: a
+    #: local env, or tools made on the client).
+    server: tuple[str, ConnectOptions] | None = None
+
+    def open_async(self) -> AsyncServerToolSession:
+        """An :class:`AsyncServerToolSession` on the server's tools, for ``asyncio`` callers.
+
+        Raises:
+            TypeError: the tools are not the server's (a local env, or an ``act`` tool made
+                on the client, whose env steps through a blocking connection or in process).
+        """
+        if self.server is None:
+            raise TypeError(
+                f"{self.name}'s tools are made on the client (kind {self.kind!r}), which has no async session: "
+                "open() one in a thread (asyncio.to_thread), or serve the env with openenv-gym for its own tools"
+            )
+        return AsyncServerToolSession(*self.server, self.tools)
 
 
 def env_tools(
@@ -334,7 +402,9 @@ def _server_tools(url: str, tools: ToolsFrom, view: Any, options: ConnectOptions
     listed = _list_tools(url, options) if tools != "client" else None
     if listed:
         instructions = _server_instructions(url, options)
-        return EnvTools(name, listed, "server", lambda: ServerToolSession(url, options, listed), instructions)
+        return EnvTools(
+            name, listed, "server", lambda: ServerToolSession(url, options, listed), instructions, (url, options)
+        )
     if tools == "server":
         raise OpenEnvGymError(
             f"{url} offers no MCP tools (it does not answer a list_tools step): use tools='client' for an act "

@@ -189,3 +189,47 @@ def test_a_served_fields_env_reads_as_its_built_in_view_says():
                 session.call("act", {"action": "e2e5"})
         finally:
             session.close()
+
+
+def test_async_tool_sessions_play_at_once_on_one_event_loop():
+    """Eight async sessions of a served env whose step takes 0.3 s, on one event loop: their
+    calls overlap (about one step's time, not eight), and each reads as the blocking session."""
+    import asyncio
+    import functools
+    import time
+
+    from tests.envs import SlowEnv
+
+    app = openenv_gym.create_app(functools.partial(SlowEnv, delay=0.3), execution="thread", max_sessions=16)
+    with asgi_server(app) as url:
+        tools = env_tools(url)
+        assert tools.kind == "server"
+        blocking = tools.open()
+        try:
+            blocking.reset(seed=0)
+            expected = blocking.call("act", {"action": 1})
+        finally:
+            blocking.close()
+
+        async def rollout(seed: int):
+            session = tools.open_async()
+            try:
+                await session.reset(seed=seed)
+                return await session.call("act", {"action": 1})
+            finally:
+                await session.close()
+
+        async def all_of_them():
+            started = time.perf_counter()
+            results = await asyncio.gather(*(rollout(seed) for seed in range(8)))
+            return results, time.perf_counter() - started
+
+        results, took = asyncio.run(all_of_them())
+    assert all(result == expected for result in results)
+    assert took < 8 * 0.3 * 0.6, f"8 async sessions took {took:.2f} s: their 0.3 s steps did not overlap"
+
+
+def test_tools_made_on_the_client_have_no_async_session():
+    tools = env_tools("FrozenLake-v1")
+    with pytest.raises(TypeError, match="made on the client.*asyncio.to_thread"):
+        tools.open_async()
