@@ -120,6 +120,10 @@ class ToolEnvironment:
     #: What the model is told before the first observation of each episode (the env's
     #: :attr:`~openenv_gym.client.tools.EnvTools.instructions`; ``None``: nothing).
     instructions: ClassVar[str | None] = None
+    #: ``score(env)``, what :meth:`get_reward` gives for the rollout (``None``: the
+    #: episode's return, finished or not), set by :func:`environment_factory`'s ``score=``.
+    #: Private, as TRL shows the model every public function of the class as a tool.
+    _score: ClassVar[Callable[[ToolEnvironment], float] | None] = None
 
     def __init__(self) -> None:
         self.reward = 0.0
@@ -147,8 +151,12 @@ class ToolEnvironment:
         return "".join(f"\n\n{part}" for part in (self.instructions, text) if part)
 
     def get_reward(self) -> float:
-        """The episode's return: what TRL scores the rollout with."""
-        return self.reward
+        """What TRL scores the rollout with: the episode's return, or what the class's
+        ``score`` says of this env (its :attr:`reward`, :attr:`done` and :attr:`steps`).
+        An episode the model left unfinished (:attr:`done` false) scores its return so far,
+        unless ``score`` says otherwise."""
+        score = type(self)._score
+        return self.reward if score is None else float(score(self))
 
     def _call(self, name: str, arguments: dict[str, Any]) -> str:
         if self._session is None:
@@ -170,6 +178,7 @@ def environment_factory(
     view: Any = None,
     env_kwargs: Mapping[str, Any] | None = None,
     instructions: bool = True,
+    score: Callable[[ToolEnvironment], float] | None = None,
     options: ConnectOptions | None = None,
     **connect: Any,
 ) -> type[ToolEnvironment]:
@@ -190,6 +199,10 @@ def environment_factory(
         instructions: Whether each episode's first message tells the model the env's
             instructions (the task, the observations, the actions and how to answer,
             from the env's text view or the server's) before its first observation.
+        score: The reward of a rollout, from its env (``reward``, ``done``, ``steps``):
+            reward shaping, or a penalty for an episode left unfinished
+            (``score=lambda env: env.reward if env.done else env.reward - 1``). By default
+            the episode's return.
         options, connect: How to connect to a server
             (:class:`~openenv_gym.client.options.ConnectOptions`, or its fields as
             keywords).
@@ -202,6 +215,7 @@ def environment_factory(
     namespace: dict[str, Any] = {
         "env_tools": found,
         "instructions": found.instructions if instructions else None,
+        "_score": staticmethod(score) if score is not None else None,
         "__module__": __name__,
         "__doc__": f"{found.name} through its tools ({', '.join(t.name for t in found.tools)}), for TRL.",
     }

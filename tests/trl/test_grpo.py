@@ -197,3 +197,22 @@ def test_the_two_trainers_example_warm_starts_on_the_prompt_grpo_shows(tmp_path)
         assert f'"name": "{tool}"' in text
     assert "new_episode" not in text and example.PROMPT in text and "*FFF" in text
     assert "FrozenLake: walk from the start S to the goal G" in text  # the env's instructions
+
+
+def test_score_shapes_the_reward_and_is_no_tool():
+    """``score=`` decides a rollout's reward from its env: here an unfinished episode costs
+    1. It is not one of the tools TRL shows the model."""
+    from openenv_gym.trl import model_tools
+
+    with openenv_gym.local_server("FrozenLake-v1", env_kwargs={"is_slippery": False}) as url:
+        FrozenLake = environment_factory(url, score=lambda env: env.reward if env.done else env.reward - 1)
+        plain = environment_factory(url)
+        env, other = FrozenLake(), plain()
+        assert [tool.__name__ for tool in model_tools(env)] == ["act", "legal_actions", "observe"]
+        for rollout in (env, other):
+            rollout.reset(seed=0)
+            rollout.act(action="down")
+        assert (env.get_reward(), other.get_reward()) == (-1.0, 0.0)  # unfinished
+        for action in TO_GOAL[1:]:
+            env.act(action=action)
+        assert env.done and env.get_reward() == 1.0
