@@ -246,6 +246,11 @@ def _add_session_options(serve: argparse.ArgumentParser) -> None:
         "interrupted: EXECUTION_ERROR, a fresh env on its thread; 'none' never interrupts (default 5)",
     )
     serve.add_argument(
+        "--tool-images", action="store_true",
+        help="the MCP tools' results carry the env's frame as a PNG after their text, for models that "
+        "see (the env must render rgb_array: --env-kwargs '{\"render_mode\": \"rgb_array\"}')",
+    )
+    serve.add_argument(
         "--set-state", default=None, metavar="MODULE:FN",
         help="serve resets carrying injected_state (RFC 008's set_state): FN(env, injected_state) sets "
         "the env's state after its reset and returns (observation, info); without it such resets "
@@ -344,6 +349,8 @@ def _serve_options(args: argparse.Namespace) -> dict[str, Any]:
     options.update({key: value for key, value in optional.items() if value is not None})
     if args.set_state is not None:
         options["set_state"] = _import_function(args.set_state, "--set-state")
+    if args.tool_images:
+        options["tool_images"] = True
     return options
 
 

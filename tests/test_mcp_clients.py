@@ -253,3 +253,52 @@ def test_openenv_validate_url_passes_in_production_mode():
     report = json.loads(proc.stdout[proc.stdout.index("{"):])
     assert report["mode"] == mode and report["passed"] is True, report["criteria"]
     assert proc.returncode == 0
+
+
+def test_tool_results_carry_the_env_frame_when_asked():
+    """``tool_images=True`` on an env rendering ``rgb_array``: each result of the built-in
+    tools has the frame as a PNG image after its text, the env's own ``render()``, in the
+    MCP SDK's ``ImageContent`` and through our own tool session; off by default."""
+    import base64
+    import io
+
+    import gymnasium as gym
+    import numpy as np
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+    from PIL import Image
+
+    from openenv_gym.client.tools import env_tools
+
+    local = gym.make("CartPole-v1", render_mode="rgb_array")
+    local.reset(seed=0)
+    local.step(0)
+    expected = local.render()
+    local.close()
+
+    async def session(url: str):
+        async with streamable_http_client(url + "/mcp") as (read, write, _):
+            async with ClientSession(read, write) as client:
+                await client.initialize()
+                await client.call_tool("new_episode", {"seed": 0})
+                return (await client.call_tool("act", {"action": "left"})).content
+
+    kwargs = {"env_kwargs": {"render_mode": "rgb_array"}}
+    with openenv_gym.local_server("CartPole-v1", tool_images=True, **kwargs) as url:
+        text, image = asyncio.run(session(url))
+        tools = env_tools(url).open()
+        try:
+            tools.reset(seed=0)
+            ours = tools.call("act", {"action": "left"})
+        finally:
+            tools.close()
+    with openenv_gym.local_server("CartPole-v1", **kwargs) as url:
+        plain = asyncio.run(session(url))
+    assert text.type == "text" and (image.type, image.mimeType) == ("image", "image/png")
+    frame = np.asarray(Image.open(io.BytesIO(base64.b64decode(image.data))))
+    np.testing.assert_array_equal(frame, expected)
+    assert [mime for mime, _ in ours.images] == ["image/png"]
+    np.testing.assert_array_equal(np.asarray(Image.open(io.BytesIO(ours.images[0][1]))), expected)
+    assert [block.type for block in plain] == ["text"]
+    with pytest.raises(ValueError, match="renders None: make it with render_mode='rgb_array'"):
+        openenv_gym.create_app("CartPole-v1", tool_images=True)

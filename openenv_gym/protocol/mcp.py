@@ -53,6 +53,7 @@ from typing import Any, ClassVar
 from ..errors import CLOSING_ERRORS, JsonRpcError, ProtocolError, ToolCallError
 from ..spaces._common import quoted
 from .hints import jsonable
+from .images import PNG_MIME_TYPE
 from .messages import ClientMessage, Observation, ServerMessage, check_fields, validation_error
 
 __all__ = [
@@ -70,6 +71,7 @@ __all__ = [
     "tool_not_found",
     "result_response",
     "text_content",
+    "image_content",
     "PARSE_ERROR",
     "parse_error",
     "INVALID_REQUEST",
@@ -120,6 +122,11 @@ def result_response(request_id: Any, result: Any) -> dict[str, Any]:
 def text_content(text: str) -> dict[str, Any]:
     """MCP's ``TextContent`` block of a tool result, as OpenEnv's FastMCP writes it."""
     return {"type": "text", "text": text, "annotations": None, "meta": None}
+
+
+def image_content(data: str) -> dict[str, Any]:
+    """MCP's ``ImageContent`` block (a base64 PNG) of a tool result, as FastMCP writes it."""
+    return {"type": "image", "data": data, "mimeType": PNG_MIME_TYPE, "annotations": None, "meta": None}
 
 
 #: The response to a body that is not JSON at all.
@@ -282,6 +289,9 @@ class McpToolResult:
     structured: dict[str, Any] | None
     data: Any
     meta: dict[str, Any] | None = None
+    #: PNG images (base64) shown after the text: the env's frame, where the server was
+    #: asked for it (``tool_images``).
+    images: tuple[str, ...] = ()
 
     @classmethod
     def of_value(cls, value: Any) -> McpToolResult:
@@ -297,14 +307,16 @@ class McpToolResult:
     def to_wire(self, *, spec: bool) -> dict[str, Any]:
         """MCP's ``CallToolResult``: in OpenEnv's dialect, or the specification's."""
         if spec:
-            wire: dict[str, Any] = {"content": [{"type": "text", "text": self.text}]}
+            content = [{"type": "text", "text": self.text}]
+            content += [{"type": "image", "data": image, "mimeType": PNG_MIME_TYPE} for image in self.images]
+            wire: dict[str, Any] = {"content": content}
             if self.structured is not None:
                 wire["structuredContent"] = self.structured
             wire["isError"] = False
             return wire
         return {
-            "content": [text_content(self.text)], "structured_content": self.structured,
-            "meta": self.meta, "data": self.data, "is_error": False,
+            "content": [text_content(self.text), *(image_content(image) for image in self.images)],
+            "structured_content": self.structured, "meta": self.meta, "data": self.data, "is_error": False,
         }
 
 

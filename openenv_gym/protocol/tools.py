@@ -35,6 +35,7 @@ them (openenv-gym's, and upstream ``MCPEnvironment`` servers alike).
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -46,7 +47,7 @@ from .messages import Observation, Step
 
 __all__ = [
     "Tool", "ToolResult", "EPISODE_TOOL_NAMES", "list_tools_step", "call_tool_step", "read_tools",
-    "read_tool_result", "result_text",
+    "read_tool_result", "result_text", "result_images",
 ]
 
 #: The tools of openenv-gym servers that start an episode or read its bookkeeping: an MCP
@@ -84,12 +85,14 @@ class Tool:
 class ToolResult:
     """What one tool call brought back: the text for a model, the env's reward for the
     step (``None`` when the server gives none) and whether the episode is over, plus
-    the tool's structured result (``data``)."""
+    the tool's structured result (``data``) and its images (MCP ``ImageContent``
+    blocks: ``(mime type, bytes)``, the env's frame where the server shows frames)."""
 
     text: str
     reward: float | None
     done: bool
     data: Any = None
+    images: tuple[tuple[str, bytes], ...] = field(default=(), repr=False)
 
 
 def list_tools_step() -> Step:
@@ -130,7 +133,25 @@ def read_tool_result(reply: Observation) -> ToolResult:
         raise ToolCallError(result_text(result), error_type="execution_error")
     data = result.get("data", result.get("structured_content")) if isinstance(result, Mapping) else result
     reward = None if reply.reward is None else float(reply.reward)
-    return ToolResult(result_text(result), reward, reply.done, data)
+    return ToolResult(result_text(result), reward, reply.done, data, result_images(result))
+
+
+def result_images(result: Any) -> tuple[tuple[str, bytes], ...]:
+    """The images of MCP's ``CallToolResult``: its ``image`` blocks as ``(mime type, bytes)``
+    (a block whose data is not base64 is left out).
+
+        >>> result_images({"content": [{"type": "image", "data": "iVBORw==", "mimeType": "image/png"}]})
+        (('image/png', b'\\x89PNG'),)
+    """
+    blocks = result.get("content") if isinstance(result, Mapping) else None
+    images = []
+    for block in blocks if isinstance(blocks, list) else ():
+        if isinstance(block, Mapping) and block.get("type") == "image" and isinstance(block.get("data"), str):
+            try:
+                images.append((str(block.get("mimeType", "")), base64.b64decode(block["data"], validate=True)))
+            except (ValueError, TypeError):
+                continue
+    return tuple(images)
 
 
 def result_text(result: Any) -> str:

@@ -173,6 +173,12 @@ class ServeOptions(MergedByName):
     with its methods), or a function making one from a session's env. ``None``: each
     env's own view (:func:`~openenv_gym.text.view_for`)."""
 
+    tool_images: bool = False
+    """Whether the built-in tools' results (``act``, ``observe``, ``legal_actions``,
+    ``new_episode``) carry the env's frame as a PNG image after their text, for models that
+    see: the env must render ``rgb_array`` (make it with ``render_mode="rgb_array"``). Off by
+    default: a frame costs a render and tens of KB per call."""
+
     tools: Sequence[Callable[..., Any]] = ()
     """MCP tools of your own, served beside ``act``, ``observe`` and ``legal_actions``:
     plain functions taking the session's env first, with type hints on their other
@@ -310,5 +316,6 @@ class ServeKwargs(TypedDict, total=False):
     mode: Mode | None
     opponent: Opponent | None
     text_view: Any
+    tool_images: bool
     tools: Sequence[Callable[..., Any]]
     set_state: Callable[[Any, Any], tuple[Any, Any]] | None

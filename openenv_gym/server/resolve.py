@@ -82,7 +82,14 @@ def resolve(
     probe = factory.make()
     single_thread = uses_pygame(probe) if options.single_thread is None else options.single_thread
     shared = _Shared(options, single_thread)
-    return _source(factory, probe, shared)
+    source = _source(factory, probe, shared)
+    if source.tool_images and source.render_mode != "rgb_array":
+        raise ValueError(
+            f"tool_images= shows the env's rgb_array frame in tool results, but {factory.name!r} renders "
+            f"{source.render_mode!r}: make it with render_mode='rgb_array' (env_kwargs={{'render_mode': "
+            f"'rgb_array'}}, --env-kwargs '{{\"render_mode\": \"rgb_array\"}}')"
+        )
+    return source
 
 
 class _Shared(NamedTuple):
@@ -107,14 +114,14 @@ class _Shared(NamedTuple):
                     f"injected_state itself (a keyword argument of reset); set_state= applies to Gymnasium "
                     f"and PettingZoo envs"
                 )
-            if tools or options.text_view is not None:
+            if tools or options.text_view is not None or options.tool_images:
                 raise TypeError(
                     f"{name!r} speaks OpenEnv's named fields (a FieldsEnv): it serves the tools it declares "
-                    f"(FieldsEnv.tools) and no text view; tools= and text_view= apply to Gymnasium and "
+                    f"(FieldsEnv.tools) and no text view; tools=, text_view= and tool_images= apply to Gymnasium and "
                     f"PettingZoo envs"
                 )
         return {"text_view": options.text_view, "tools": tools, "set_state": options.set_state,
-                "single_thread": self.single_thread}
+                "single_thread": self.single_thread, "tool_images": options.tool_images}
 
 
 # -- what to build ---------------------------------------------------------------------

@@ -57,6 +57,7 @@ from ..protocol.attributes import (
     SetAttrDone,
     values_reply,
 )
+from ..protocol.images import png_base64
 from ..protocol.mcp import (
     JsonRpcMessage,
     JsonRpcReply,
@@ -471,6 +472,12 @@ class Session(EnvHost):
 
     async def play(self, action: Any) -> float:
         return float(await self._advance(action, True))
+
+    async def frame_images(self) -> tuple[str, ...]:
+        if not self.source.tool_images:
+            return ()
+        frame = await self.run(self._env().render)
+        return (png_base64(frame),) if frame is not None else ()
 
     async def _tool_step(self, tool: Any) -> ServerMessage:
         """The reply to OpenEnv's MCP actions as ``/ws`` steps: the observation carries

@@ -56,6 +56,9 @@ class EnvSource:
     #: The text view of its envs the server was given (a view, or a function making
     #: one from an env: see :func:`~openenv_gym.text.view_for`); ``None``: each env's own.
     text_view: Any = None
+    #: Whether the built-in tools' results carry the env's ``rgb_array`` frame
+    #: (:attr:`~openenv_gym.server.options.ServeOptions.tool_images`).
+    tool_images: bool = False
     #: MCP tools of the env's author, besides the built-in ones
     #: (:class:`~openenv_gym.server.tools.ServedTool`).
     tools: tuple[Any, ...] = ()

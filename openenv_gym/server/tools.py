@@ -167,6 +167,10 @@ class Episode(Protocol):
     async def run(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Call ``fn`` where the session's env calls run."""
 
+    async def frame_images(self) -> tuple[str, ...]:
+        """The env's current frame as a base64 PNG, when the server shows frames in tool
+        results (``tool_images``); none otherwise."""
+
 
 @dataclass(frozen=True)
 class ToolOutcome:
@@ -299,7 +303,7 @@ async def _legal_actions(episode: Episode, arguments: dict[str, Any]) -> ToolOut
         text = f"Any action: {episode.view.describe_actions()}"
     else:
         text = "Legal actions: " + (", ".join(legal) or "none")
-    return ToolOutcome(McpToolResult(text, result.structured, result.data))
+    return ToolOutcome(McpToolResult(text, result.structured, result.data, images=result.images))
 
 
 async def _new_episode(episode: Episode, arguments: dict[str, Any]) -> ToolOutcome:
@@ -340,7 +344,7 @@ async def _position_result(episode: Episode, reward: float, prefix: str) -> McpT
         "text": text, "reward": reward, "terminated": position.terminated, "truncated": position.truncated,
         "done": position.over, "legal_actions": legal,
     }
-    return McpToolResult(f"{text}\n{prefix}{status}", data, data)
+    return McpToolResult(f"{text}\n{prefix}{status}", data, data, images=await episode.frame_images())
 
 
 def _ending(position: Position) -> str:
