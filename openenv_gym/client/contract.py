@@ -100,6 +100,10 @@ class GymContract(Contract):
         self.env_metadata = dict(extension.get("metadata") or {})
         self.env_id = extension.get("env_id")
         self.max_episode_steps = extension.get("max_episode_steps")
+        text = extension.get("text")
+        instructions = text.get("instructions") if isinstance(text, dict) else None
+        #: The server's instructions for its env (its view's description), if it gives them.
+        self.instructions: str | None = instructions if isinstance(instructions, str) and instructions else None
         attributes = extension.get("attributes")
         #: Whether ``/ws`` takes ``call`` / ``get_attr`` / ``set_attr`` (:mod:`~openenv_gym.protocol.attributes`).
         self.attributes = isinstance(attributes, dict) and attributes.get("version") == ATTRIBUTES_VERSION

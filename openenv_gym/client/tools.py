@@ -69,6 +69,7 @@ from ..text import view_for
 from .async_session import AsyncSession
 from .connection import http_url
 from .http import get_json
+from .native import read_schema
 from .options import ConnectOptions
 from .remote_env import RemoteEnv
 from .session import RemoteSession
@@ -410,19 +411,18 @@ def _server_tools(url: str, tools: ToolsFrom, view: Any, options: ConnectOptions
             f"{url} offers no MCP tools (it does not answer a list_tools step): use tools='client' for an act "
             "tool made from its /schema and a text view"
         )
-    served = _server_instructions(url, options) if view is None else None
-    return _client_tools(lambda: RemoteEnv(url, options=options, text=True), view, name, served)
+    return _client_tools(lambda: RemoteEnv(url, options=options, text=True), view, name)
 
 
-def _client_tools(
-    make_env: Callable[[], gym.Env], view: Any, name: str | None, instructions: str | None = None
-) -> EnvTools:
+def _client_tools(make_env: Callable[[], gym.Env], view: Any, name: str | None) -> EnvTools:
     probe = ViewToolSession(make_env, view, name)
     try:
         env = probe._open()
         name = name or getattr(probe.view, "env_id", None) or _local_name(env)
         listed = probe.tools
-        instructions = instructions or _described(probe.view)
+        # A served env's own (its server's view has the env), read with its /schema; else the view here.
+        served = getattr(getattr(env.unwrapped, "contract", None), "instructions", None) if view is None else None
+        instructions = served or _described(probe.view)
     finally:
         probe.close()
     return EnvTools(name, listed, "client", lambda: ViewToolSession(make_env, view, name), instructions)
@@ -436,9 +436,11 @@ def _described(view: Any) -> str | None:
 def _server_instructions(url: str, options: ConnectOptions) -> str | None:
     """An openenv-gym server's instructions for its env (``/schema``'s
     ``x-openenv-gym.text.instructions``, its own view's description); ``None`` from
-    other servers, or when the optional document does not come whole in time."""
+    other servers, or when the optional document does not come whole in time. Read with
+    :func:`~openenv_gym.client.native.read_schema`, so the sessions opened next find the
+    server's native listener."""
     try:
-        schema = get_json(f"{url}/schema", options)
+        schema = read_schema(url, options)
     except (ConnectionClosedError, MessageTimeoutError):
         return None
     extension = schema.get(EXTENSION_KEY) if isinstance(schema, dict) else None
