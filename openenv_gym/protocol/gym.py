@@ -24,7 +24,7 @@ Both sides go through these functions, with the session's
     1
     >>> reply = observation(codec, space, 0, reward=1, terminated=False, truncated=True, info={})
     >>> read_observation(codec, space, reply)
-    GymStep(obs=0, reward=1.0, terminated=False, truncated=True, info={})
+    GymStep(obs=0, reward=1.0, terminated=False, truncated=True, info={}, text=None)
 """
 
 from __future__ import annotations
