@@ -168,8 +168,7 @@ class Server:
         try:
             yield
         finally:
-            self.sessions.pop(session.id, None)
-            await _bounded(session.close())
+            await _closed(self, session)
 
     # -- one connection -------------------------------------------------------------
 
@@ -316,8 +315,7 @@ class Server:
             # Each step of the goodbye is bounded: an env whose close hangs, or a
             # peer that reads nothing, must not keep the session (or shutdown) waiting.
             if held is None:
-                self.sessions.pop(session.id, None)
-                await _bounded(session.close())
+                await _closed(self, session)
             else:
                 held.attached = None
                 if held.closing:
@@ -500,15 +498,17 @@ class Server:
         try:
             await held.released.wait()
         finally:
-            self.sessions.pop(session.id, None)
             self.held.pop(session.id, None)
             attached = held.attached
-            if attached is not None and not attached.done():
-                session.stop_reason = session.stop_reason or "The session was closed"
-                if not session.busy:
-                    attached.cancel()
-                await asyncio.wait({attached}, timeout=GOODBYE_TIMEOUT)
-            await _bounded(self._close_held(session))
+            try:
+                if attached is not None and not attached.done():
+                    session.stop_reason = session.stop_reason or "The session was closed"
+                    if not session.busy:
+                        attached.cancel()
+                    await asyncio.wait({attached}, timeout=GOODBYE_TIMEOUT)
+                await _bounded(self._close_held(session))
+            finally:
+                self.sessions.pop(session.id, None)
             logger.debug("session_close id=%s kind=held active=%d", session.id, self.active_envs())
 
     @staticmethod
@@ -582,6 +582,16 @@ def _client_gone(session: EnvHost, task: asyncio.Task) -> None:
     if session.busy and not task.done():
         session.stop_reason = session.stop_reason or "The client disconnected"
         task.cancel()
+
+
+async def _closed(server: Server, session: EnvHost) -> None:
+    """Close ``session``, then stop counting it: a call it abandons is counted among the
+    server's hung calls before its slot is given back, so that capacity never reads a slot
+    free that a hung call still holds (``/health`` between the two said so)."""
+    try:
+        await _bounded(session.close())
+    finally:
+        server.sessions.pop(session.id, None)
 
 
 async def _bounded(awaitable: Awaitable[Any]) -> None:
