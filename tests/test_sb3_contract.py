@@ -5,6 +5,7 @@ per-env action lists of every space, ``indices`` reaching only the envs named,
 from __future__ import annotations
 
 import pickle
+import time
 from collections.abc import Iterator
 
 import gymnasium as gym
@@ -18,6 +19,7 @@ from stable_baselines3.common.monitor import Monitor  # noqa: E402
 from stable_baselines3.common.vec_env import DummyVecEnv  # noqa: E402
 
 import openenv_gym  # noqa: E402
+from openenv_gym.client.http import get_json  # noqa: E402
 from openenv_gym.errors import OpenEnvGymError  # noqa: E402
 from openenv_gym.sb3 import RemoteVecEnv  # noqa: E402
 from tests.conftest import asgi_server  # noqa: E402
@@ -142,8 +144,21 @@ def test_indices_reach_only_the_envs_named(monitored_urls, mode):
         local.close()
 
 
+def wait_until_idle(urls: list[str], timeout: float = 15.0) -> None:
+    """Until no server of ``urls`` counts a session: the sessions of the test before may
+    still be closing (a server counts a session until its envs are closed), and envs are
+    placed on the least-loaded server first."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if all(get_json(f"{url}/health")["active_sessions"] == 0 for url in urls):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"sessions still open on {urls} after {timeout} s")
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_env_is_wrapped_is_answered_by_each_env_s_server(monitored_urls, mode):
+    wait_until_idle(monitored_urls)  # two envs on each: the placement of idle servers
     venv = RemoteVecEnv(monitored_urls, num_envs=4, mode=mode)
     local = DummyVecEnv([_monitored, _monitored, _bare, _bare])
     try:
