@@ -118,7 +118,18 @@ class ToolSession:
         raise NotImplementedError
 
 
-class ServerToolSession(ToolSession):
+class _ServerTools:
+    """What a session on a server's tools holds, blocking or async: the server, how to
+    reach it, its tools, and whether its ``observe`` tool says a reset's text."""
+
+    def __init__(self, base_url: str, options: ConnectOptions, tools: list[Tool]) -> None:
+        self.base_url = base_url
+        self.options = options
+        self.tools = tools
+        self._observe = any(tool.name == "observe" and not tool.input_schema.get("required") for tool in tools)
+
+
+class ServerToolSession(_ServerTools, ToolSession):
     """The server's MCP tools, called as ``call_tool`` steps on one ``/ws`` session.
 
     The connection opens at the first :meth:`reset` and again at a reset after it was
@@ -127,10 +138,7 @@ class ServerToolSession(ToolSession):
     """
 
     def __init__(self, base_url: str, options: ConnectOptions, tools: list[Tool]) -> None:
-        self.base_url = base_url
-        self.options = options
-        self.tools = tools
-        self._observe = any(tool.name == "observe" and not tool.input_schema.get("required") for tool in tools)
+        super().__init__(base_url, options, tools)
         self._session: RemoteSession | None = None
 
     def reset(self, seed: int | None = None, options: Mapping[str, Any] | None = None) -> str:
@@ -151,7 +159,7 @@ class ServerToolSession(ToolSession):
             session.close()
 
 
-class AsyncServerToolSession:
+class AsyncServerToolSession(_ServerTools):
     """:class:`ServerToolSession` for ``asyncio`` callers: the same tools, replies and
     errors, with ``async`` :meth:`reset`, :meth:`call` and :meth:`close` over one
     connection of the running event loop, so that many sessions (the rollouts of an
@@ -169,10 +177,7 @@ class AsyncServerToolSession:
     """
 
     def __init__(self, base_url: str, options: ConnectOptions, tools: list[Tool]) -> None:
-        self.base_url = base_url
-        self.options = options
-        self.tools = tools
-        self._observe = any(tool.name == "observe" and not tool.input_schema.get("required") for tool in tools)
+        super().__init__(base_url, options, tools)
         self._session: AsyncSession | None = None
 
     async def reset(self, seed: int | None = None, options: Mapping[str, Any] | None = None) -> str:
