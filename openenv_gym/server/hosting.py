@@ -506,9 +506,8 @@ class Server:
                     if not session.busy:
                         attached.cancel()
                     await asyncio.wait({attached}, timeout=GOODBYE_TIMEOUT)
-                await _bounded(self._close_held(session))
             finally:
-                self.sessions.pop(session.id, None)
+                await _closed(self, session, self._close_held(session))
             logger.debug("session_close id=%s kind=held active=%d", session.id, self.active_envs())
 
     @staticmethod
@@ -584,12 +583,13 @@ def _client_gone(session: EnvHost, task: asyncio.Task) -> None:
         task.cancel()
 
 
-async def _closed(server: Server, session: EnvHost) -> None:
-    """Close ``session``, then stop counting it: a call it abandons is counted among the
-    server's hung calls before its slot is given back, so that capacity never reads a slot
-    free that a hung call still holds (``/health`` between the two said so)."""
+async def _closed(server: Server, session: EnvHost, closing: Awaitable[Any] | None = None) -> None:
+    """Close ``session`` (``closing``, its own close by default), then stop counting it: a
+    call it abandons is counted among the server's hung calls before its slot is given
+    back, so that capacity never reads a slot free that a hung call still holds
+    (``/health`` between the two said so)."""
     try:
-        await _bounded(session.close())
+        await _bounded(session.close() if closing is None else closing)
     finally:
         server.sessions.pop(session.id, None)
 
