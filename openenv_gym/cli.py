@@ -251,6 +251,15 @@ def _add_session_options(serve: argparse.ArgumentParser) -> None:
         "see (the env must render rgb_array: --env-kwargs '{\"render_mode\": \"rgb_array\"}')",
     )
     serve.add_argument(
+        "--web", action="store_true", default=None,
+        help="serve the web page at /web/ (play the env by hand, watch it render, read its report) and "
+        "upstream's /web routes; also on when ENABLE_WEB_INTERFACE=true, as upstream's servers",
+    )
+    serve.add_argument(
+        "--web-report", default=None, metavar="FILE",
+        help="the validation report the web page shows: the JSON `openenv-gym check --json FILE` wrote",
+    )
+    serve.add_argument(
         "--set-state", default=None, metavar="MODULE:FN",
         help="serve resets carrying injected_state (RFC 008's set_state): FN(env, injected_state) sets "
         "the env's state after its reset and returns (observation, info); without it such resets "
@@ -351,6 +360,10 @@ def _serve_options(args: argparse.Namespace) -> dict[str, Any]:
         options["set_state"] = _import_function(args.set_state, "--set-state")
     if args.tool_images:
         options["tool_images"] = True
+    if args.web:
+        options["web"] = True
+    if args.web_report is not None:
+        options["web_report"] = args.web_report
     return options
 
 

@@ -32,6 +32,7 @@ __all__ = [
     "check_body_size",
     "parse_body",
     "reset_request",
+    "step_body",
     "step_request",
     "jsonrpc_request",
     "http_error",
@@ -98,7 +99,11 @@ def reset_request(raw: bytes, limits: Limits) -> Reset:
 def step_request(raw: bytes, limits: Limits) -> tuple[Step, Reset]:
     """``POST /step``: ``{"action": {...fields}, "seed"?: int}``; the stateless
     route resets a fresh env (with the seed, if any) and then steps it."""
-    body = parse_body(raw, limits)
+    return step_body(parse_body(raw, limits))
+
+
+def step_body(body: Any) -> tuple[Step, Reset]:
+    """:func:`step_request` of a body already decoded."""
     if not isinstance(body, dict) or not isinstance(body.get("action"), dict):
         raise HttpError(
             422,

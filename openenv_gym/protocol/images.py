@@ -1,9 +1,9 @@
-"""Frames as PNG images: what an MCP tool result's image content carries.
+"""Frames as PNG images: what the web page draws and an MCP tool result's image content carries.
 
 An env that renders ``rgb_array`` gives ``(height, width, 3)`` uint8 frames (``(h, w)``
 grey, ``(h, w, 4)`` with alpha, also accepted). :func:`png` writes one as a PNG file
-with the standard library's ``zlib`` (no imaging library needed); :func:`png_base64` as
-the base64 text MCP's ``ImageContent`` holds.
+with the standard library's ``zlib`` (no imaging library needed): the web page's frames,
+and, base64-encoded, the data of MCP's ``ImageContent``.
 
     >>> import numpy as np
     >>> frame = np.zeros((2, 3, 3), np.uint8); frame[0, 0] = (255, 0, 0)
@@ -14,13 +14,12 @@ the base64 text MCP's ``ImageContent`` holds.
 
 from __future__ import annotations
 
-import base64
 import struct
 import zlib
 
 import numpy as np
 
-__all__ = ["png", "png_base64", "PNG_MIME_TYPE"]
+__all__ = ["png", "PNG_MIME_TYPE"]
 
 PNG_MIME_TYPE = "image/png"
 
@@ -53,11 +52,6 @@ def png(frame: np.ndarray, *, level: int = 6) -> bytes:
         _chunk(b"IDAT", zlib.compress(rows.tobytes(), level)),
         _chunk(b"IEND", b""),
     ))
-
-
-def png_base64(frame: np.ndarray) -> str:
-    """``frame`` as a PNG, base64-encoded: the ``data`` of MCP's ``ImageContent``."""
-    return base64.b64encode(png(frame)).decode("ascii")
 
 
 def _chunk(kind: bytes, data: bytes) -> bytes:

@@ -12,7 +12,9 @@ Routes: ``WS /ws`` (one environment per connection), ``POST /reset``,
 ``POST /step``, ``GET /state`` (stateless, like the reference server: each
 request builds a fresh environment; not in production mode), ``GET /health``,
 ``GET /schema``, ``GET /metadata``, ``POST /mcp`` and ``WS /mcp`` (JSON-RPC: the
-env's MCP tools, sessions that outlive a socket), ``GET /openapi.json``.
+env's MCP tools, sessions that outlive a socket), ``GET /openapi.json``; with ``web=True``
+(or upstream's ``ENABLE_WEB_INTERFACE=true``) the web page and upstream's ``/web`` routes
+(:mod:`.web`).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from .routes import Route, WsRoute
 from .source import EnvLike
 from .transport import SessionEndpoint
 from .vector import VectorRoute
+from .web import COOKIE_PATHS, PAGE_PATHS, WebInterface, web_enabled, web_env_kwargs, web_routes
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -72,6 +75,9 @@ def create_app(
     """
     options = ServeOptions.merge(options, **kwargs)
     mode = options.served_mode()
+    web = web_enabled(options.web)
+    if web:
+        env_kwargs = web_env_kwargs(env, env_kwargs)
     source = resolve(env, env_kwargs, options)
     server = Server(source, options)
     websocket_routes: list[Route] = [
@@ -87,7 +93,13 @@ def create_app(
         for route in websocket_routes
     ]
     routes.extend(http_routes(server, mode))
-    middleware = [Middleware(TokenAuth, token=server.token)] if server.token else []
+    if web:
+        routes.extend(web_routes(server, WebInterface.of(server)))
+    open_paths = PAGE_PATHS if web else frozenset()
+    middleware = (
+        [Middleware(TokenAuth, token=server.token, open_paths=open_paths, cookie_paths=COOKIE_PATHS)]
+        if server.token else []
+    )
     app = Starlette(routes=routes, middleware=middleware)
     app.state.openenv_gym = server
     return app

@@ -6,6 +6,11 @@ handshake (``Authorization: Bearer <token>``). ``/health`` stays open so
 orchestrators can probe readiness. Wrong or missing tokens get HTTP 401, or a
 refused handshake (HTTP 403) on WebSocket routes.
 
+The web interface's page (:mod:`.web`) is open too (its files hold no env data); the page
+asks for the token once and sends it on its requests. A browser cannot put a header on a
+WebSocket handshake, so the page's sockets (``/web/live``, ``/ws/ui``) also take the token
+from the same-site cookie :data:`TOKEN_COOKIE` the page sets (URL-encoded); no other route reads it.
+
     >>> app = create_app("CartPole-v1", token="s3cret")        # doctest: +SKIP
     >>> RemoteEnv(url, token="s3cret")                          # doctest: +SKIP
     >>> GenericEnvClient(base_url=url, headers={"Authorization": "Bearer s3cret"})  # doctest: +SKIP
@@ -17,15 +22,18 @@ import hmac
 import json
 import logging
 import os
+from urllib.parse import unquote_to_bytes
 
 from .logs import Throttled
 
-__all__ = ["TokenAuth", "TOKEN_ENV_VAR", "token_from_env"]
+__all__ = ["TokenAuth", "TOKEN_COOKIE", "TOKEN_ENV_VAR", "token_from_env"]
 
 #: Environment variable a server reads its token from when none is given.
 TOKEN_ENV_VAR = "OPENENV_GYM_TOKEN"
 #: Routes that answer without a token.
 OPEN_PATHS = frozenset({"/health"})
+#: The cookie holding the token for the web page's sockets.
+TOKEN_COOKIE = "openenv_gym_token"
 
 logger = logging.getLogger("openenv_gym.server")
 
@@ -38,23 +46,36 @@ def token_from_env() -> str | None:
 class TokenAuth:
     """ASGI middleware requiring ``Authorization: Bearer <token>``."""
 
-    def __init__(self, app, token: str) -> None:
+    def __init__(
+        self, app, token: str, *, open_paths: frozenset[str] = frozenset(), cookie_paths: frozenset[str] = frozenset()
+    ) -> None:
         if not token:
             raise ValueError("the token must be a non-empty string")
         self.app = app
         self._expected = f"Bearer {token}".encode()
+        self._token = token.encode()
+        #: Routes besides ``/health`` that answer without a token (the web page's files).
+        self._open = OPEN_PATHS | open_paths
+        #: WebSocket routes that take the token from :data:`TOKEN_COOKIE` too.
+        self._cookie_paths = cookie_paths
         #: Refusals can come in floods: a line per minute at most, with the count.
         self._refused = Throttled(logger, "auth_refused")
 
     def _authorized(self, scope) -> bool:
+        cookies = scope["type"] == "websocket" and scope.get("path") in self._cookie_paths
         for name, value in scope.get("headers") or ():
-            if name == b"authorization":
-                return hmac.compare_digest(value, self._expected)
+            if name == b"authorization" and hmac.compare_digest(value, self._expected):
+                return True
+            if cookies and name == b"cookie":
+                for cookie in value.split(b";"):
+                    name, _, quoted = cookie.strip().partition(b"=")
+                    if name == TOKEN_COOKIE.encode() and hmac.compare_digest(unquote_to_bytes(quoted), self._token):
+                        return True
         return False
 
     async def __call__(self, scope, receive, send) -> None:
         kind = scope["type"]
-        if kind not in ("http", "websocket") or scope.get("path") in OPEN_PATHS:
+        if kind not in ("http", "websocket") or scope.get("path") in self._open:
             await self.app(scope, receive, send)
             return
         if self._authorized(scope):

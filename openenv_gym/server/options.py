@@ -179,6 +179,15 @@ class ServeOptions(MergedByName):
     see: the env must render ``rgb_array`` (make it with ``render_mode="rgb_array"``). Off by
     default: a frame costs a render and tens of KB per call."""
 
+    web: bool | None = None
+    """Whether the server serves its web page at ``/web/`` and upstream's ``/web`` routes
+    (:mod:`openenv_gym.server.web`); ``None`` reads upstream's ``ENABLE_WEB_INTERFACE``
+    environment variable, else off. The page shows frames when the env renders ``rgb_array``."""
+
+    web_report: str | os.PathLike[str] | None = None
+    """A validation report for the web page's "validation" tab: the JSON file
+    ``openenv-gym check --json FILE`` wrote (with ``web``)."""
+
     tools: Sequence[Callable[..., Any]] = ()
     """MCP tools of your own, served beside ``act``, ``observe`` and ``legal_actions``:
     plain functions taking the session's env first, with type hints on their other
@@ -317,5 +326,7 @@ class ServeKwargs(TypedDict, total=False):
     opponent: Opponent | None
     text_view: Any
     tool_images: bool
+    web: bool | None
+    web_report: str | os.PathLike[str] | None
     tools: Sequence[Callable[..., Any]]
     set_state: Callable[[Any, Any], tuple[Any, Any]] | None

@@ -387,8 +387,10 @@ def _served_metadata(metadata: Any) -> dict:
 
 
 def _summary(cls: type) -> str:
-    """The first paragraph of a class's docstring."""
-    return (inspect.getdoc(cls) or "").split("\n\n")[0].strip()
+    """The first paragraph of a class's docstring that is not a Markdown heading
+    (Gymnasium's docstrings open with ``## Description``)."""
+    paragraphs = (p.strip() for p in (inspect.getdoc(cls) or "").split("\n\n"))
+    return next((p for p in paragraphs if p and not p.startswith("#")), "")
 
 
 # -- whether the env draws with pygame -------------------------------------------------

@@ -22,6 +22,7 @@ frames, ``POST /mcp`` for a session that outlives its socket) are answered by
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import logging
 import numbers
@@ -57,7 +58,7 @@ from ..protocol.attributes import (
     SetAttrDone,
     values_reply,
 )
-from ..protocol.images import png_base64
+from ..protocol.images import png
 from ..protocol.mcp import (
     JsonRpcMessage,
     JsonRpcReply,
@@ -476,8 +477,19 @@ class Session(EnvHost):
     async def frame_images(self) -> tuple[str, ...]:
         if not self.source.tool_images:
             return ()
-        frame = await self.run(self._env().render)
-        return (png_base64(frame),) if frame is not None else ()
+        image = await self.frame_png()
+        return (base64.b64encode(image).decode("ascii"),) if image is not None else ()
+
+    async def frame_png(self, *, level: int = 6) -> bytes | None:
+        """The env's ``rgb_array`` frame as a PNG (``None`` when it renders nothing),
+        rendered and encoded on the env's thread, so the loop serves other sessions."""
+        env = self._env()
+
+        def rendered() -> bytes | None:
+            frame = env.render()
+            return None if frame is None else png(frame, level=level)
+
+        return await self.run(rendered)
 
     async def _tool_step(self, tool: Any) -> ServerMessage:
         """The reply to OpenEnv's MCP actions as ``/ws`` steps: the observation carries

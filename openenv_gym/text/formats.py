@@ -197,25 +197,35 @@ class Board:
         return self
 
     def text(self, obs: Any) -> str:
+        lines = [" ".join(str(c) for c in range(self.cols))] if self.numbers == "columns" else []
+        width = len(str(self.rows * self.cols - 1)) if self.numbers == "cells" else 1
+        for r, row in enumerate(self.marks(obs)):
+            cells = [mark or (str(self.action_at(r, c)) if self.numbers == "cells" else ".")
+                     for c, mark in enumerate(row)]
+            lines.append(" ".join(cell.rjust(width) for cell in cells))
+        return "\n".join(lines)
+
+    def marks(self, obs: Any) -> list[list[str]]:
+        """The board by rows, as the player to move sees it: ``"X"`` for its pieces,
+        ``"O"`` for the opponent's, ``""`` for an empty cell.
+
+            >>> planes = np.zeros((3, 3, 2)); planes[0, 1, 0] = 1   # tic-tac-toe stores columns first
+            >>> Board(3, 3, transposed=True).marks(planes)[1]
+            ['X', '', '']
+        """
         planes = np.asarray(obs["observation"] if isinstance(obs, Mapping) else obs)
         if self.transposed:
             planes = planes.transpose(1, 0, 2)
-        lines = [" ".join(str(c) for c in range(self.cols))] if self.numbers == "columns" else []
-        width = len(str(self.rows * self.cols - 1)) if self.numbers == "cells" else 1
-        for r in range(self.rows):
-            cells = []
-            for c in range(self.cols):
-                if planes[r, c, 0]:
-                    mark = "X"
-                elif planes[r, c, 1]:
-                    mark = "O"
-                else:
-                    mark = str(self._cell(r, c)) if self.numbers == "cells" else "."
-                cells.append(mark.rjust(width))
-            lines.append(" ".join(cells))
-        return "\n".join(lines)
+        return [
+            ["X" if planes[r, c, 0] else "O" if planes[r, c, 1] else "" for c in range(self.cols)]
+            for r in range(self.rows)
+        ]
 
-    def _cell(self, row: int, col: int) -> int:
+    def action_at(self, row: int, col: int) -> int:
+        """The action that plays the cell at ``row``, ``col``: the cell's number, or its
+        column's when ``numbers`` is ``"columns"`` (a piece dropped there)."""
+        if self.numbers == "columns":
+            return col
         return col * self.rows + row if self.transposed else row * self.cols + col
 
     def describe(self) -> str:
