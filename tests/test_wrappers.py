@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import pytest
 import tomllib
 import yaml
@@ -106,3 +107,15 @@ def test_official_client_plays_each_wrapper(name, served_wrappers):
             action = legal[0] if legal else app.state.openenv_gym.source.action_space.sample()
             result = client.step({"action": action.tolist() if hasattr(action, "tolist") else action})
         assert isinstance(result.observation["terminated"], bool)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_each_wrapper_deploys_with_its_web_page(name, served_wrappers):
+    """The page and upstream's /web routes answer, and the env's frames reach the page
+    where the env renders (every wrapper but the legacy corridor, which draws nothing)."""
+    _, url = served_wrappers[name]
+    assert httpx.get(f"{url}/web/").status_code == 200
+    about = httpx.get(f"{url}/web/about").json()
+    assert about["renders"] is (name != "legacy_gym21"), about
+    reply = httpx.post(f"{url}/web/reset", json={"seed": 0}).json()
+    assert set(reply) == {"observation", "reward", "done"} and reply["observation"]["text"]

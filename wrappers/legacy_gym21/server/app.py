@@ -1,13 +1,16 @@
 """Legacy Gym 0.21 env as an OpenEnv server: one call to openenv-gym.
 
     uvicorn server.app:app --host 0.0.0.0 --port 8000     # or: python -m server.app
+
+``web=True`` serves the page at ``/web/`` (play the env by hand, watch it render), as a Hugging
+Face Space of an OpenEnv package shows upstream's.
 """
 
 import openenv_gym
 
 from .corridor import CorridorEnv
 
-app = openenv_gym.create_app(CorridorEnv)
+app = openenv_gym.create_app(CorridorEnv, web=True)
 
 
 def main() -> None:
