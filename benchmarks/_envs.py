@@ -11,6 +11,8 @@ stepped in turn take 300-460 µs per batched step, which ``AsyncVectorEnv`` spre
 the machine's cores and a server's ``SyncVectorEnv`` backend does not (see the
 benchmarks' notes on the N=8 image row).
 
+With ``render_mode="rgb_array"`` it renders 84x84 RGB noise (the web page's benchmark).
+
 Served by openenv-gym as ``_envs:make_image_env`` (with this directory on
 ``PYTHONPATH``), and wrapped by ``_official_env.py`` for the official stack.
 """
@@ -29,20 +31,30 @@ IMAGE_EPISODE_STEPS = 1000
 class RandomImageEnv(gym.Env):
     """84x84x4 uint8 random-pixel observations, Discrete(4), 1000-step episodes."""
 
-    metadata: dict[str, Any] = {"render_modes": []}
+    metadata: dict[str, Any] = {"render_modes": ["rgb_array"]}
 
     def __init__(self, shape: tuple[int, int, int] = IMAGE_SHAPE,
-                 episode_steps: int = IMAGE_EPISODE_STEPS) -> None:
+                 episode_steps: int = IMAGE_EPISODE_STEPS, render_mode: str | None = None) -> None:
+        self.render_mode = render_mode
         self.shape = tuple(int(n) for n in shape)
         self.episode_steps = int(episode_steps)
         self.observation_space = gym.spaces.Box(0, 255, self.shape, np.uint8)
         self.action_space = gym.spaces.Discrete(4)
         self._nbytes = int(np.prod(self.shape))
         self._t = 0
+        self._last: np.ndarray | None = None
 
     def _frame(self) -> np.ndarray:
         # rng.bytes + frombuffer: ~3x cheaper than rng.integers for uint8 noise.
-        return np.frombuffer(self.np_random.bytes(self._nbytes), np.uint8).reshape(self.shape)
+        self._last = np.frombuffer(self.np_random.bytes(self._nbytes), np.uint8).reshape(self.shape)
+        return self._last
+
+    def render(self) -> np.ndarray | None:
+        """With ``render_mode="rgb_array"``: the observation's first three planes, an 84x84 RGB
+        frame of noise (the worst case for the web page's PNG frames)."""
+        if self.render_mode != "rgb_array" or self._last is None:
+            return None
+        return np.ascontiguousarray(self._last[:, :, :3])
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)

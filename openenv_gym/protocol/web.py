@@ -28,12 +28,16 @@ from ..errors import ErrorCode, ProtocolError
 from .messages import Reset, Step
 
 __all__ = [
-    "MAX_ACTION_LOGS", "WAITING", "action_log", "episode_state", "page_error", "page_update", "read_command",
+    "ACTION_LOG_VALUES", "MAX_ACTION_LOGS", "WAITING", "action_log", "action_log_capacity", "episode_state", "page_error", "page_update", "read_command",
     "said", "state_update",
 ]
 
 #: Upstream's bound on the action log of an episode state.
 MAX_ACTION_LOGS = 1000
+#: The observation values the action log holds at most: as many steps as fit, up to
+#: :data:`MAX_ACTION_LOGS` (a log of 1000 image observations would hold millions of objects,
+#: which every garbage collection of the server walks).
+ACTION_LOG_VALUES = 100_000
 #: The page's first message before any episode.
 WAITING = json.dumps({"type": "waiting"})
 #: What a command may be.
@@ -96,6 +100,15 @@ def episode_state(episode_id: str | None, observation: Any = None) -> dict[str, 
         "episode_id": episode_id, "step_count": 0, "current_observation": observation,
         "action_logs": [], "is_reset": True,
     }
+
+
+def action_log_capacity(values_per_observation: int) -> int:
+    """How many steps the action log keeps, for observations of that many values.
+
+        >>> action_log_capacity(4), action_log_capacity(84 * 84 * 4)      # CartPole, an Atari stack
+        (1000, 3)
+    """
+    return max(1, min(MAX_ACTION_LOGS, ACTION_LOG_VALUES // max(1, values_per_observation)))
 
 
 def action_log(action: dict[str, Any], reply: dict[str, Any], step_count: int) -> dict[str, Any]:

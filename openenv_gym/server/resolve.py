@@ -387,9 +387,11 @@ def _served_metadata(metadata: Any) -> dict:
 
 
 def _summary(cls: type) -> str:
-    """The first paragraph of a class's docstring that is not a Markdown heading
-    (Gymnasium's docstrings open with ``## Description``)."""
-    paragraphs = (p.strip() for p in (inspect.getdoc(cls) or "").split("\n\n"))
+    """The first paragraph of a class's own docstring (not one it inherits: PettingZoo's
+    games would say what an ``AECEnv`` is) that is not a Markdown heading (Gymnasium's open
+    with ``## Description``)."""
+    own = cls.__dict__.get("__doc__")
+    paragraphs = (p.strip() for p in (inspect.cleandoc(own) if isinstance(own, str) else "").split("\n\n"))
     return next((p for p in paragraphs if p and not p.startswith("#")), "")
 
 

@@ -176,6 +176,8 @@ class WebInterface:
         self._session_id: str | None = None
         self._lock = asyncio.Lock()
         self._viewers: set[_Viewer] = set()
+        #: The steps the action log keeps (:func:`~openenv_gym.protocol.web.action_log_capacity`).
+        self._log_capacity = page.action_log_capacity(_values(server.source.observation_space))
         #: Upstream's ``EpisodeState``: what ``/ws/ui`` sends.
         self._episode: dict[str, Any] = page.episode_state(None)
         #: The returns of the latest episodes that ended, oldest first, and how many ended.
@@ -216,7 +218,7 @@ class WebInterface:
                 step = Step(dict(action or {}))
             data = await self._answer(session, step)
             log = page.action_log(step.fields, data, session.step_count)
-            logs = [*self._episode["action_logs"], log][-page.MAX_ACTION_LOGS:]
+            logs = [*self._episode["action_logs"], log][-self._log_capacity:]
             self._episode = {
                 **page.episode_state(session.episode_id, data["observation"]),
                 "step_count": session.step_count, "action_logs": logs, "is_reset": False,
@@ -363,7 +365,7 @@ class WebInterface:
         seats = getattr(getattr(source, "game", None), "seats", None)
         return page.finite({
             "name": metadata["name"],
-            "description": metadata["description"],
+            "description": source.description or getattr(view, "task", None) or metadata["description"],
             "instructions": view.describe() if view is not None else None,
             "observation": view.describe_observation() if view is not None else None,
             "actions": view.describe_actions() if view is not None else None,
@@ -374,6 +376,14 @@ class WebInterface:
             "seats": list(seats()) if callable(seats) else None,
             "report": self.report_html is not None,
         })
+
+
+def _values(space: gs.Space) -> int:
+    """How many values an observation of ``space`` holds (1 when that cannot be said)."""
+    try:
+        return int(gs.flatdim(space))
+    except Exception:  # noqa: BLE001 - spaces without a flat form (text, graphs) log 1000 steps
+        return 1
 
 
 def _view(source: Any) -> Any:
