@@ -9,18 +9,17 @@ learner's curve against the goal it had to reach.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
-from typing import Any
+
+from .report_figures import finite, is_canary, report_figures
 
 __all__ = ["write_markdown"]
 
 
-def _measured(report: dict, check_id: str) -> dict[str, Any]:
-    return next((r["measured"] for r in report["results"] if r["check_id"] == check_id), {})
-
-
 def _plot(report: dict, path: Path) -> bool:
-    """Draw the plots into ``path``; ``False`` without matplotlib."""
+    """Draw the plots into ``path``; ``False`` without matplotlib. A return that is
+    missing or not finite gets no bar, and leaves a gap in the curve."""
     try:
         import matplotlib
 
@@ -28,23 +27,18 @@ def _plot(report: dict, path: Path) -> bool:
         import matplotlib.pyplot as plt
     except ImportError:
         return False
-    returns = dict(_measured(report, "semantic.canary_floor").get("returns", {}))
-    oracle = _measured(report, "semantic.oracle_max").get("oracle_return")
-    learning = _measured(report, "learning.learnability")
-    curve = learning.get("curve", [])
-    if oracle is not None:
-        returns["oracle"] = oracle
-    if curve:
-        returns["learner (best)"] = max(curve)
+    figures = report_figures(report)
+    returns = {name: value for name, value in figures.returns.items() if finite(value) is not None}
+    curve = [math.nan if finite(value) is None else finite(value) for value in figures.curve]
     figure, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6))
     names = list(returns)
-    left.barh(names, [returns[n] for n in names], color=["#888" if n in ("constant", "first-legal", "random")
-                                                         else "#2a7" for n in names])
+    left.barh(names, [returns[n] for n in names], color=["#888" if is_canary(n) else "#2a7" for n in names])
     left.set_xlabel("return (canaries, learner: mean over the kit's seeds; oracle: seed 0)")
     left.set_title("oracle vs canaries vs learner")
     if curve:
-        right.plot(range(1, len(curve) + 1), curve, label=learning.get("learner", "learner"))
-        right.axhline(learning["goal"], color="#c33", linestyle="--", label="canary floor + margin")
+        right.plot(range(1, len(curve) + 1), curve, label=figures.learner)
+        if finite(figures.goal) is not None:
+            right.axhline(figures.goal, color="#c33", linestyle="--", label="canary floor + margin")
         right.set_xlabel("evaluation")
         right.set_ylabel("return")
         right.legend(loc="lower right")
