@@ -1,10 +1,25 @@
-"""The ``openenv-gym check`` report as Markdown, with its plots.
+"""The ``openenv-gym check`` report written to files: Markdown with its plots, or HTML.
 
     $ openenv-gym check wrappers/cartpole --markdown docs/validation-cartpole.md
+    $ openenv-gym check wrappers/cartpole --html docs/validation-cartpole.html
 
-writes the Markdown table of every check and, with matplotlib installed, a PNG
-beside it: the returns of the oracle, the canaries and the learner, and the
-learner's curve against the goal it had to reach.
+:func:`write_markdown` writes the Markdown table of every check and, with matplotlib
+installed, a PNG beside it: the returns of the oracle, the canaries and the learner, and
+the learner's curve against the goal it had to reach (:mod:`.report_figures`).
+:func:`write_html` writes the one-file page of :func:`~.report_html.report_html`, the
+same figures drawn in SVG, which needs no matplotlib. Both take the report as
+``--json`` writes it, so a saved report can be rendered again without checking again:
+
+    >>> import json, pathlib, tempfile
+    >>> report = json.loads(pathlib.Path("docs/validation-cartpole.json").read_text())  # doctest: +SKIP
+    >>> report = {"target": "CartPole-v1", "verdict": "pass", "results": [
+    ...     {"check_id": "semantic.oracle_max", "status": "pass", "evidence": ["oracle return 500"],
+    ...      "measured": {"oracle_return": 500.0}, "duration_s": 5.8}]}
+    >>> with tempfile.TemporaryDirectory() as directory:
+    ...     page = write_html(report, pathlib.Path(directory) / "report.html", command="openenv-gym check CartPole-v1")
+    ...     text = page.read_text(encoding="utf-8")
+    >>> page.name, "semantic.oracle_max" in text
+    ('report.html', True)
 """
 
 from __future__ import annotations
@@ -13,8 +28,9 @@ import math
 from pathlib import Path
 
 from .report_figures import finite, is_canary, report_figures
+from .report_html import report_html
 
-__all__ = ["write_markdown"]
+__all__ = ["write_html", "write_markdown"]
 
 
 def _plot(report: dict, path: Path) -> bool:
@@ -66,4 +82,12 @@ def write_markdown(report: dict, path: str | Path, *, command: str) -> Path:
         evidence = "; ".join(result["evidence"]).replace("|", "\\|")
         lines.append(f"| {result['status'].upper()} | `{result['check_id']}` | {evidence} |")
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def write_html(report: dict, path: str | Path, *, command: str | None = None) -> Path:
+    """Write ``report`` as one self-contained HTML page to ``path``
+    (:func:`~.report_html.report_html`); return ``path``."""
+    path = Path(path)
+    path.write_text(report_html(report, command=command), encoding="utf-8")
     return path

@@ -201,3 +201,45 @@ def test_the_page_loads_nothing_and_runs_nothing(cartpole):
         assert loader not in text.lower(), loader
     assert text.replace('xmlns="http://www.w3.org/2000/svg"', "").count("://") == 0  # no address at all
 
+
+
+def test_check_writes_the_html_report_as_it_writes_the_markdown_even_on_a_failure(cartpole, tmp_path, monkeypatch,
+                                                                                  capsys):
+    """The wiring of ``--html``, from the command line to the file, on a stub of the checks
+    (test_checks.py runs the real ones): written beside ``--json`` and ``--markdown``, with
+    the command that made it, whatever the verdict."""
+    from openenv_gym.cli import main
+    from openenv_gym.kit.checks import run
+
+    failing = copy.deepcopy(cartpole)
+    failing["verdict"] = "fail"
+    failing["results"][0]["status"] = "fail"
+    checked = []
+
+    def run_checks(target, **options):
+        checked.append((target, options["upstream"]))
+        return failing
+
+    monkeypatch.setattr(run, "run_checks", run_checks)
+    page, markdown = tmp_path / "out" / "report.html", tmp_path / "report.md"
+    page.parent.mkdir()
+    assert main(["check", "wrappers/cartpole", "--skip-upstream", "--html", str(page),
+                 "--markdown", str(markdown)]) == 1
+    assert checked == [("wrappers/cartpole", False)]
+    assert "verdict: FAIL" in capsys.readouterr().out
+    text = page.read_text(encoding="utf-8")
+    assert text == report_html(failing, command="openenv-gym check wrappers/cartpole --skip-upstream")
+    assert '<span class="status fail verdict">FAIL</span>' in text
+    assert markdown.exists()  # both, from one run
+
+
+def test_check_without_html_writes_no_page(cartpole, tmp_path, monkeypatch):
+    from openenv_gym.cli import _parser, main
+    from openenv_gym.kit.checks import run
+
+    assert _parser().parse_args(["check", "CartPole-v1"]).html is None
+    assert _parser().parse_args(["check", "CartPole-v1", "--html", "r.html"]).html == "r.html"
+    monkeypatch.setattr(run, "run_checks", lambda target, **options: cartpole)
+    monkeypatch.chdir(tmp_path)
+    assert main(["check", "wrappers/cartpole", "--json", "report.json"]) == 0  # a WARN exits 0
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["report.json"]
