@@ -203,6 +203,13 @@ def test_the_page_loads_nothing_and_runs_nothing(cartpole):
 
 
 
+def test_the_committed_example_is_what_the_report_renders_today():
+    docs = Path(__file__).parent.parent.parent / "docs"
+    report = json.loads((docs / "validation-cartpole.json").read_text(encoding="utf-8"))
+    assert (docs / "validation-cartpole.html").read_text(encoding="utf-8") == report_html(report, command=COMMAND), (
+        "docs/validation-cartpole.html is stale: regenerate it with the command in docs/validation.md")
+
+
 def test_check_writes_the_html_report_as_it_writes_the_markdown_even_on_a_failure(cartpole, tmp_path, monkeypatch,
                                                                                   capsys):
     """The wiring of ``--html``, from the command line to the file, on a stub of the checks
