@@ -108,6 +108,8 @@ def _add_check(commands: Any) -> None:
     check.add_argument("--json", metavar="FILE", default=None, help="also write the report as JSON (upstream's shape)")
     check.add_argument("--markdown", metavar="FILE", default=None,
                        help="also write the report as Markdown, with its plots in FILE's stem .png (matplotlib)")
+    check.add_argument("--html", metavar="FILE", default=None,
+                       help="also write the report as one self-contained HTML page, its plots inline (SVG)")
     check.add_argument("--skip-upstream", action="store_true", help="run only openenv-gym's checks")
     check.add_argument("--env-kwargs", type=_json_object, default=None, metavar="JSON",
                        help="keyword arguments for gym.make or the factory, as a JSON object (not for a package)")
@@ -467,7 +469,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "check":
         from .kit.checks import main as check_main
 
-        return check_main(args.target, json_path=args.json, markdown_path=args.markdown,
+        return check_main(args.target, json_path=args.json, markdown_path=args.markdown, html_path=args.html,
                           upstream=not args.skip_upstream, env_kwargs=args.env_kwargs, oracle=args.oracle,
                           server_env=dict(args.server_env) if args.server_env else None, python=args.python)
     return _serve(args, parser)

@@ -10,6 +10,7 @@ import pytest
 from openenv_gym.cli import main
 from openenv_gym.kit import make_kit
 from openenv_gym.kit.checks import run_checks, table, throughput
+from openenv_gym.kit.report_html import report_html
 from tests.kit import planted
 
 pytest.importorskip("openenv.validation")
@@ -82,17 +83,18 @@ def test_an_env_deaf_to_its_actions_is_unlearnable(tmp_path):
     }
 
 
-def test_the_cli_prints_a_table_writes_the_json_and_exits_1_on_a_failure(tmp_path, capsys):
+def test_the_cli_prints_a_table_writes_the_json_and_html_and_exits_1_on_a_failure(tmp_path, capsys):
     root = planted.package(tmp_path / "backdoor", "Backdoor")
     make_kit(str(root), oracle="tests.kit.planted:oracle")
-    report = tmp_path / "report.json"
-    assert main(["check", str(root), "--skip-upstream", "--json", str(report)]) == 1
+    report, page = tmp_path / "report.json", tmp_path / "report.html"
+    assert main(["check", str(root), "--skip-upstream", "--json", str(report), "--html", str(page)]) == 1
     out = capsys.readouterr()
     assert "FAIL   hacking.repeated_action" in out.out and "verdict: FAIL" in out.out
     assert "semantic.oracle_max ..." in out.err  # progress, one line per check
     written = json.loads(report.read_text())
     assert written["verdict"] == "fail"
     assert table(written).splitlines()[-1] == "verdict: FAIL"
+    assert page.read_text() == report_html(written, command=f"openenv-gym check {root} --skip-upstream")
 
 
 def test_a_package_without_a_kit_is_checked_as_a_server_and_told_to_make_one(tmp_path, capsys):

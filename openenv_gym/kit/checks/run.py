@@ -290,9 +290,10 @@ def table(report: dict) -> str:
 
 
 def main(target: str, *, json_path: str | None = None, markdown_path: str | None = None,
-         upstream: bool = True, env_kwargs: dict[str, Any] | None = None, oracle: str | None = None,
-         server_env: dict[str, str] | None = None, python: str | None = None) -> int:
-    """``openenv-gym check``: progress on stderr, the table on stdout; 1 on FAIL or ERROR."""
+         html_path: str | None = None, upstream: bool = True, env_kwargs: dict[str, Any] | None = None,
+         oracle: str | None = None, server_env: dict[str, str] | None = None, python: str | None = None) -> int:
+    """``openenv-gym check``: progress on stderr, the table on stdout, the report in each
+    file asked for (whatever its verdict); 1 on FAIL or ERROR."""
     from .. import ProbeError
 
     try:
@@ -314,9 +315,13 @@ def main(target: str, *, json_path: str | None = None, markdown_path: str | None
     print(table(report))
     if json_path:
         Path(json_path).write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    command = " ".join(["openenv-gym check", target, *(["--skip-upstream"] if not upstream else [])])
     if markdown_path:
         from ..report import write_markdown
 
-        command = " ".join(["openenv-gym check", target, *(["--skip-upstream"] if not upstream else [])])
         write_markdown(report, markdown_path, command=command)
+    if html_path:
+        from ..report import write_html
+
+        write_html(report, html_path, command=command)
     return 1 if report["verdict"] == "fail" else 0
