@@ -320,11 +320,12 @@ function show(update) {
 function showBoard(update) {
   const board = $("board");
   if (!update.board) { board.hidden = true; return; }
+  $("controls").hidden = true;  // the board's cells are the action buttons
   board.style.gridTemplateColumns = "repeat(" + update.board[0].length + ", auto)";
   board.replaceChildren(...update.board.flat().map((cell) => {
     const button = document.createElement("button");
     button.type = "button";
-    button.className = "cell";
+    button.className = cell.mark ? "cell marked" : "cell";
     button.dataset.action = String(cell.action);
     button.textContent = cell.mark;
     button.disabled = update.done || cell.mark !== "" ||
