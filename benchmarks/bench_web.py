@@ -171,11 +171,12 @@ def main(argv: list[str] | None = None) -> int:
 
 NOTES = """\
 Every step's frame is rendered by the env and written as a PNG on the server: CartPole's
-pygame render takes ~3.4 ms and its 600x400 PNG ~2.6 ms (zlib level 1, ~6 KB), which bound
-it near 160 steps/s with or without a browser; an 84x84 frame of noise takes ~0.5 ms to write
+pygame render takes ~3.4 ms and its 600x400 PNG ~2.6 ms (zlib level 1, ~6 KB), most of the
+5.6 ms a step takes with or without a browser; an 84x84 frame of noise takes ~0.5 ms to write
 (~21 KB), and the JSON observation of its 84x84x4 stack, which upstream's reply shape carries,
-another ~2 ms. The page itself costs the difference between the two columns: decoding the
-PNG and drawing it, on the browser's own core."""
+~2 ms; the rest of its 5.2 ms (the step and the frame as two calls on the session's thread,
+the socket) is not broken down here. The page itself costs the difference between the two
+columns: decoding the PNG and drawing it, on the browser's own core."""
 
 
 def _table(rows: dict[str, dict[str, list[float]]]) -> str:
