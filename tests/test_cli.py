@@ -180,3 +180,23 @@ def test_describe_says_which_rule_chose_each_field(capsys):
         assert "observation.current_position" in out and "observation_fields gives" in out
     assert main(["describe", "http://127.0.0.1:9"]) == 1
     assert "cannot describe http://127.0.0.1:9" in capsys.readouterr().err
+
+
+def test_serve_web_serves_the_page_and_the_report_it_is_given(tmp_path):
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    report = Path(__file__).parent / "data" / "validation-cartpole.json"
+    args = [*CLI, "serve", "CartPole-v1", "--port", str(port), "--web", "--web-report", str(report)]
+    with server_process(args, url):
+        with urllib.request.urlopen(f"{url}/web/about", timeout=10) as response:
+            about = json.loads(response.read())
+        assert about["report"] and about["renders"] and about["control"]["labels"] == ["left", "right"]
+        with urllib.request.urlopen(f"{url}/web/report", timeout=10) as response:
+            assert "<table" in response.read().decode() and "script-src 'none'" in response.headers["content-security-policy"]
+
+
+def test_a_web_report_that_is_not_a_report_fails_in_one_line(tmp_path):
+    (tmp_path / "report.json").write_text("not json")
+    proc = run_cli("serve", "CartPole-v1", "--web", "--web-report", str(tmp_path / "report.json"),
+                   "--port", str(free_port()))
+    assert_one_line_failure(proc, "web_report=", "check --json")
