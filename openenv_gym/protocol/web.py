@@ -28,8 +28,8 @@ from ..errors import ErrorCode, ProtocolError
 from .messages import Reset, Step
 
 __all__ = [
-    "ACTION_LOG_VALUES", "MAX_ACTION_LOGS", "WAITING", "action_log", "action_log_capacity", "episode_state", "page_error", "page_update", "read_command",
-    "said", "state_update",
+    "ACTION_LOG_VALUES", "MAX_ACTION_LOGS", "WAITING", "action_log", "action_log_capacity", "episode_state",
+    "page_error", "page_update", "read_command", "said", "state_update",
 ]
 
 #: Upstream's bound on the action log of an episode state.
