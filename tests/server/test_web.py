@@ -265,3 +265,47 @@ def test_the_web_interface_is_off_unless_asked(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.delenv("ENABLE_WEB_INTERFACE")
     with openenv_gym.local_server("CartPole-v1") as url:
         assert httpx.get(f"{url}/web/about").status_code == 404
+
+
+def test_at_capacity_the_page_is_told_and_plays_once_a_slot_frees() -> None:
+    with openenv_gym.local_server("CartPole-v1", web=True, max_sessions=1) as url:
+        env = openenv_gym.RemoteEnv(url)
+        env.reset(seed=0)  # holds the one slot
+        try:
+            refused = httpx.post(f"{url}/web/reset", json={})
+            assert refused.status_code == 503 and "capacity" in refused.json()["detail"]
+        finally:
+            env.close()
+        assert asyncio.run(_settled(url)), "the slot was not given back"
+        assert httpx.post(f"{url}/web/reset", json={}).status_code == 200
+
+
+async def _settled(url: str, timeout: float = 10.0) -> bool:
+    async with httpx.AsyncClient() as client:
+        for _ in range(int(timeout / 0.05)):
+            if (await client.get(f"{url}/health")).json()["active_sessions"] == 0:
+                return True
+            await asyncio.sleep(0.05)
+    return False
+
+
+def test_a_page_that_vanishes_mid_game_leaves_the_others_playing(cartpole: str) -> None:
+    async def vanish_then_play() -> dict:
+        ws = cartpole.replace("http", "ws")
+        gone = await websockets.connect(f"{ws}/web/live")
+        await gone.recv()
+        async with websockets.connect(f"{ws}/web/live", max_size=None) as watcher:
+            first = json.loads(await watcher.recv())
+            if first.get("frame"):
+                await watcher.recv()
+            await gone.send(json.dumps({"type": "reset", "seed": 5}))
+            gone.transport.abort()  # no close frame: a dead peer
+            update = json.loads(await watcher.recv())  # the reset it asked for, seen by the other page
+            await watcher.recv()
+            await watcher.send(json.dumps({"type": "step", "action": {"action": 1}}))
+            step = json.loads(await watcher.recv())
+            return {"reset": update, "step": step}
+
+    got = asyncio.run(asyncio.wait_for(vanish_then_play(), 30))
+    assert got["reset"]["reset"] and got["step"]["step"] == 1
+    assert httpx.get(f"{cartpole}/health").json()["status"] == "healthy"
