@@ -183,6 +183,8 @@ class WebInterface:
         #: The returns of the latest episodes that ended, oldest first, and how many ended.
         self.returns: list[float] = []
         self.episodes = 0
+        #: Whether a frame failed (logged once).
+        self._frame_failed = False
         #: The last update the page got (sent to a page that connects).
         self._update: list[str | bytes] | None = None
 
@@ -277,10 +279,15 @@ class WebInterface:
         """The page's update: the reply in words and numbers, then the frame."""
         observation = data.get("observation") or {}
         position = session.position
-        frame = None
+        frame, frame_error = None, None
         if session.source.render_mode == "rgb_array":
-            with contextlib.suppress(ProtocolError):  # a frame that fails must not cost the step
+            try:
                 frame = await session.frame_png(level=1)
+            except ProtocolError as exc:  # a frame that fails must not cost the step: the page says why
+                frame_error = exc.message
+                if not self._frame_failed:
+                    logger.warning("web_frame_failed env=%s error=%s", session.source.name, exc.message)
+                self._frame_failed = True
         update = {
             "reset": reset,
             "episode_id": session.episode_id,
@@ -296,6 +303,7 @@ class WebInterface:
             "legal": _legal(session, observation, position),
             "board": _board(session, position),
             "frame": frame is not None,
+            "frame_error": frame_error,
         }
         text = page.page_update(**update)
         return [text] if frame is None else [text, frame]

@@ -309,3 +309,31 @@ def test_a_page_that_vanishes_mid_game_leaves_the_others_playing(cartpole: str) 
     got = asyncio.run(asyncio.wait_for(vanish_then_play(), 30))
     assert got["reset"]["reset"] and got["step"]["step"] == 1
     assert httpx.get(f"{cartpole}/health").json()["status"] == "healthy"
+
+
+class NoDisplay(gym.Env):
+    """An env that says it renders rgb_array, and fails to (a missing pygame, a display)."""
+
+    metadata = {"render_modes": ["rgb_array"]}
+    observation_space = gym.spaces.Discrete(2)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, render_mode: str | None = None) -> None:
+        self.render_mode = render_mode
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[int, dict]:
+        return 0, {}
+
+    def step(self, action: Any) -> tuple[int, float, bool, bool, dict]:
+        return 1, 1.0, False, False, {}
+
+    def render(self) -> None:
+        raise RuntimeError("pygame is not installed, run `pip install pygame`")
+
+
+def test_a_frame_that_fails_is_said_and_the_step_goes_on() -> None:
+    with openenv_gym.local_server(NoDisplay, web=True, env_kwargs={"render_mode": "rgb_array"}) as url:
+        got = asyncio.run(asyncio.wait_for(_live(url, json.dumps({"type": "reset"}), replies=1), 30))
+        update = json.loads(got[0])
+        assert update["type"] == "update" and not update["frame"]
+        assert "pip install pygame" in update["frame_error"]

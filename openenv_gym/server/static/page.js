@@ -313,6 +313,10 @@ function show(update) {
     button.disabled = update.done || (update.legal !== null && !update.legal.includes(action));
   }
   for (const input of document.querySelectorAll("#controls .slider, #step")) input.disabled = update.done;
+  if (update.frame_error) {
+    $("no-frame").textContent = "The env's frame failed: " + update.frame_error;
+    $("no-frame").hidden = false;
+  }
   showBoard(update);
   plotReturns(update.returns);
 }
