@@ -259,7 +259,7 @@ def _add_session_options(serve: argparse.ArgumentParser) -> None:
     )
     serve.add_argument(
         "--web-report", default=None, metavar="FILE",
-        help="the validation report the web page shows: the JSON `openenv-gym check --json FILE` wrote",
+        help="the validation report the web page shows: the HTML `openenv-gym check --html FILE` wrote",
     )
     serve.add_argument(
         "--set-state", default=None, metavar="MODULE:FN",

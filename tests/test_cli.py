@@ -185,7 +185,10 @@ def test_describe_says_which_rule_chose_each_field(capsys):
 def test_serve_web_serves_the_page_and_the_report_it_is_given(tmp_path):
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    report = Path(__file__).parent / "data" / "validation-cartpole.json"
+    from openenv_gym.kit.report_html import report_html
+
+    report = tmp_path / "report.html"  # as `openenv-gym check --html report.html` writes it
+    report.write_text(report_html(json.loads((Path(__file__).parent / "data" / "validation-cartpole.json").read_text())))
     args = [*CLI, "serve", "CartPole-v1", "--port", str(port), "--web", "--web-report", str(report)]
     with server_process(args, url):
         with urllib.request.urlopen(f"{url}/web/about", timeout=10) as response:
@@ -196,7 +199,7 @@ def test_serve_web_serves_the_page_and_the_report_it_is_given(tmp_path):
 
 
 def test_a_web_report_that_is_not_a_report_fails_in_one_line(tmp_path):
-    (tmp_path / "report.json").write_text("not json")
+    (tmp_path / "report.json").write_text('{"results": []}')  # the JSON report, not its page
     proc = run_cli("serve", "CartPole-v1", "--web", "--web-report", str(tmp_path / "report.json"),
                    "--port", str(free_port()))
-    assert_one_line_failure(proc, "web_report=", "check --json")
+    assert_one_line_failure(proc, "web_report=", "not an HTML document", "check --html")

@@ -185,8 +185,8 @@ class ServeOptions(MergedByName):
     environment variable, else off. The page shows frames when the env renders ``rgb_array``."""
 
     web_report: str | os.PathLike[str] | None = None
-    """A validation report for the web page's "validation" tab: the JSON file
-    ``openenv-gym check --json FILE`` wrote (with ``web``)."""
+    """A validation report for the web page's "Validation" tab: the HTML file
+    ``openenv-gym check --html FILE`` wrote (with ``web``)."""
 
     tools: Sequence[Callable[..., Any]] = ()
     """MCP tools of your own, served beside ``act``, ``observe`` and ``legal_actions``:

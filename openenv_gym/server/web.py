@@ -22,7 +22,8 @@ route                  what it answers
                        connect and after every reset and step
 ``GET /web/about``     what the page builds itself from: the env's words (its instructions,
                        spaces), its action controls, whether it renders, its seats
-``GET /web/report``    the validation report as HTML (``serve --web-report FILE``)
+``GET /web/report``    the validation report (``serve --web-report FILE``: the HTML
+                       ``openenv-gym check --html FILE`` wrote)
 ``WS /web/live``       the page's socket: commands in (JSON text), updates out (JSON text),
                        each followed by the frame as a PNG (binary) when the env renders
                        ``rgb_array``; the first is the latest update (``{"type":
@@ -41,7 +42,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib
-import json
 import logging
 import os
 from collections.abc import Mapping
@@ -474,17 +474,19 @@ def _board(session: Session, position: Any) -> list[list[dict[str, Any]]] | None
 
 
 def _report_html(path: str | os.PathLike[str]) -> str:
-    """The report ``openenv-gym check --json`` wrote, as the page's HTML document."""
-    from ..kit.report_html import report_html
-
+    """The report ``openenv-gym check --html FILE`` wrote, for the page's "Validation" tab."""
     try:
         with open(path, encoding="utf-8") as file:
-            report = json.load(file)
+            document = file.read()
     except (OSError, ValueError) as exc:
         raise ValueError(
-            f"web_report= {str(path)!r}: {exc} (give the JSON `openenv-gym check --json FILE` wrote)"
+            f"web_report= {str(path)!r}: {exc} (give the HTML `openenv-gym check --html FILE` wrote)"
         ) from None
-    return report_html(report)
+    if "<html" not in document[:1000].lower():
+        raise ValueError(
+            f"web_report= {str(path)!r} is not an HTML document: give the file `openenv-gym check --html FILE` wrote"
+        )
+    return document
 
 
 def _page_file(name: str) -> Response:

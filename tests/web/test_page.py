@@ -6,6 +6,7 @@ into DIR (``OPENENV_GYM_SCREENSHOTS=docs python -m pytest tests/web`` makes them
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -151,8 +152,12 @@ def test_with_a_token_the_page_works_only_once_it_is_given(browser: Any) -> None
         browser.delete_all_cookies()
 
 
-def test_the_validation_tab_shows_the_report(browser: Any) -> None:
-    with openenv_gym.local_server("CartPole-v1", web=True, web_report=str(REPORT)) as url:
+def test_the_validation_tab_shows_the_report(browser: Any, tmp_path: Path) -> None:
+    from openenv_gym.kit.report_html import report_html
+
+    page = tmp_path / "report.html"  # as `openenv-gym check --html report.html` writes it
+    page.write_text(report_html(json.loads(REPORT.read_text()), command="openenv-gym check wrappers/cartpole"))
+    with openenv_gym.local_server("CartPole-v1", web=True, web_report=str(page)) as url:
         open_page(browser, url, "CartPole-v1")
         tab = element(browser, "#tab-validation")
         assert tab.is_displayed()
