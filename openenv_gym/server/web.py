@@ -191,13 +191,15 @@ class WebInterface:
     # -- the session ----------------------------------------------------------------------
 
     async def _session(self) -> Session:
+        """The page's session, opened now when there is none (or the idle reaper closed it)."""
+        if not issubclass(self.server.source.session_type, Session):
+            raise ProtocolError(ErrorCode.SESSION_ERROR, "This server's sessions do not play one env at a time")
         found = self.server.find_session(self._session_id) if self._session_id else None
         if found is None:
             found = await self.server.open_session()
             self._session_id = found.id
             self._episode = page.episode_state(None)
-        if not isinstance(found, Session):
-            raise ProtocolError(ErrorCode.SESSION_ERROR, "This server's sessions do not play one env at a time")
+        assert isinstance(found, Session)
         return found
 
     async def reset(self, reset: Reset) -> dict[str, Any]:

@@ -337,3 +337,19 @@ def test_a_frame_that_fails_is_said_and_the_step_goes_on() -> None:
         update = json.loads(got[0])
         assert update["type"] == "update" and not update["frame"]
         assert "pip install pygame" in update["frame_error"]
+
+
+def test_an_idle_page_session_is_closed_and_the_next_request_opens_one() -> None:
+    import time
+
+    with openenv_gym.local_server("CartPole-v1", web=True, held_session_timeout=0.3) as url:
+        assert httpx.post(f"{url}/web/reset", json={"seed": 0}).status_code == 200
+        assert httpx.get(f"{url}/health").json()["held_sessions"] == 1
+        for _ in range(100):  # bounded: the reaper runs every fraction of the timeout
+            if httpx.get(f"{url}/health").json()["held_sessions"] == 0:
+                break
+            time.sleep(0.05)
+        assert httpx.get(f"{url}/health").json()["held_sessions"] == 0
+        refused = httpx.post(f"{url}/web/step", json={"action": {"action": 0}})
+        assert refused.status_code == 500 and "Call reset before step" in refused.json()["detail"]
+        assert httpx.post(f"{url}/web/reset", json={}).status_code == 200
