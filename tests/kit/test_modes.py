@@ -53,9 +53,10 @@ def test_a_package_with_a_set_state_hook_declares_it(tmp_path):
     shutil.copytree(ROOT / "wrappers" / "cartpole", package, ignore=shutil.ignore_patterns("__pycache__"))
     app = package / "server" / "app.py"
     app.write_text(app.read_text().replace(
-        'app = openenv_gym.create_app("CartPole-v1")',
-        'app = openenv_gym.create_app("CartPole-v1", set_state=lambda env, state: env.reset())',
+        'app = openenv_gym.create_app("CartPole-v1", web=True)',
+        'app = openenv_gym.create_app("CartPole-v1", web=True, set_state=lambda env, state: env.reset())',
     ))
+    assert "set_state=" in app.read_text()
     make_kit(str(package), package)
     assert "    set_state: true\n" in (package / "openenv.yaml").read_text()
     report = validation.run_validation(package, max_level=validation.Level.STATIC)
