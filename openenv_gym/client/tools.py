@@ -277,7 +277,7 @@ class ViewToolSession(ToolSession):
         obs, reward, terminated, truncated, info = self.env.step(action)
         done = bool(terminated or truncated)
         text = f"{self.view.obs_to_text(obs, info)}\n{outcome(float(reward), done)}"
-        return ToolResult(text, float(reward), done)
+        return ToolResult(text, float(reward), done, truncated=bool(truncated))
 
     def close(self) -> None:
         env, self.env = self.env, None
