@@ -293,7 +293,7 @@ def tool_function(tool: Tool) -> Callable[..., str]:
             raise ValueError(f"{name}: {exc}") from None
         return self._call(name, arguments)
 
-    description = _one_paragraph(tool.description) or f"Call the environment's tool {name}."
+    description = _docstring_safe(tool.description, lines=True) or f"Call the environment's tool {name}."
     call.__name__ = call.__qualname__ = name
     call.__doc__ = description + ("\n\nArgs:\n" + "\n".join(lines) if lines else "")
     call.__signature__ = signature  # type: ignore[attr-defined]
@@ -496,12 +496,21 @@ def _describe(argument: str, schema: Mapping[str, Any]) -> str:
         >>> _describe("n", {"type": "integer", "minimum": 1, "maximum": 5})
         'The n. (minimum 1, maximum 5)'
     """
-    text = _one_paragraph(str(schema.get("description") or schema.get("title") or "")) or f"The {argument}."
+    text = _docstring_safe(str(schema.get("description") or schema.get("title") or "")) or f"The {argument}."
     limits = [f"{key} {schema[key]}" for key in _CONSTRAINTS if isinstance(schema.get(key), (int, float, str))]
     return f"{text} ({', '.join(limits)})" if limits else text
 
 
-def _one_paragraph(text: str) -> str:
-    """``text`` on one line, without the words that would end a Google docstring's section."""
-    flat = " ".join(text.split())
-    return re.sub(r"\b(Args|Returns|Raises):", r"\1 -", flat)
+def _docstring_safe(text: str, *, lines: bool = False) -> str:
+    """``text`` for a Google docstring: on one line (an argument's), or with its line
+    breaks (a tool's description: Taxi's map stays a map), each line stripped; the words
+    that would start a section (``Args:``) are defused.
+
+        >>> print(_docstring_safe("  The map:\\n  +--+\\n  |R:|\\nArgs: none", lines=True))
+        The map:
+        +--+
+        |R:|
+        Args - none
+    """
+    kept = "\n".join(line.strip() for line in text.strip().splitlines()) if lines else " ".join(text.split())
+    return re.sub(r"\b(Args|Returns|Raises):", r"\1 -", kept)

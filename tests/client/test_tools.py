@@ -94,7 +94,7 @@ def test_a_server_without_tools(stock_url):
 def test_a_local_env():
     tools = env_tools("FrozenLake-v1", env_kwargs={"is_slippery": False})
     assert (tools.name, tools.kind) == ("FrozenLake-v1", "client")
-    assert tools.tools[0].input_schema["properties"]["action"]["enum"] == ["left", "down", "right", "up"]
+    assert tools.tools[0].input_schema["properties"]["action"]["anyOf"][0]["enum"] == ["left", "down", "right", "up"]
     session = tools.open()
     try:
         session.reset(seed=0)
