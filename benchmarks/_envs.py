@@ -13,12 +13,17 @@ benchmarks' notes on the N=8 image row).
 
 With ``render_mode="rgb_array"`` it renders 84x84 RGB noise (the web page's benchmark).
 
+``SlowStep``: any env whose reset and step also sleep a few milliseconds, standing for the
+latency of an env a language model acts in (``_envs:make_slow_frozen_lake``, for
+``bench_async_rollouts.py``).
+
 Served by openenv-gym as ``_envs:make_image_env`` (with this directory on
 ``PYTHONPATH``), and wrapped by ``_official_env.py`` for the official stack.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import gymnasium as gym
@@ -70,3 +75,27 @@ class RandomImageEnv(gym.Env):
 def make_image_env(**kwargs: Any) -> RandomImageEnv:
     """Factory for ``openenv-gym serve _envs:make_image_env``."""
     return RandomImageEnv(**kwargs)
+
+
+class SlowStep(gym.Wrapper):
+    """An env whose ``step`` (and ``reset``) also sleeps ``step_ms`` milliseconds: the
+    latency of an env an LLM acts in (a sandbox, a simulator, a remote API), which costs
+    wall time but no CPU, so concurrent rollouts can overlap it."""
+
+    def __init__(self, env: gym.Env, step_ms: float) -> None:
+        super().__init__(env)
+        self.delay = float(step_ms) / 1000.0
+
+    def reset(self, **kwargs: Any):
+        time.sleep(self.delay)
+        return self.env.reset(**kwargs)
+
+    def step(self, action: Any):
+        time.sleep(self.delay)
+        return self.env.step(action)
+
+
+def make_slow_frozen_lake(step_ms: float = 10.0) -> gym.Env:
+    """Factory for ``openenv-gym serve _envs:make_slow_frozen_lake``: FrozenLake 4x4
+    without slipping, each reset and step ``step_ms`` ms long."""
+    return SlowStep(gym.make("FrozenLake-v1", is_slippery=False), step_ms)

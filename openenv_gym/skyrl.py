@@ -51,6 +51,7 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the install
     raise missing_extra(exc, "openenv_gym.skyrl", "skyrl") from exc
 
+from .client.rollout import Rollout, ScoreRule, scorer
 from .client.tools import view_session
 from .errors import ToolCallError
 
@@ -72,8 +73,19 @@ class TextEnv(BaseTextEnv):
         instructions: Whether the first message tells the model the env's instructions
             (its text view's :meth:`~openenv_gym.text.TextView.describe`: the task, the
             observations, the actions and how to answer) before the first observation.
+        score: What the rollout scores (:data:`~openenv_gym.client.rollout.ScoreRule`):
+            ``"return"`` (the default) gives each turn the env's reward for it; any other
+            rule (``"terminal"``: the last step's reward if the episode ended, else 0; a
+            function of the :class:`~openenv_gym.client.rollout.Rollout`), or a ``clip``,
+            gives every turn 0 and the last one the rollout's score.
+        clip: ``(lo, hi)``: the rollout's score is clipped into it.
         connect: How to connect to a server (fields of
             :class:`~openenv_gym.client.options.ConnectOptions`).
+
+    Each step's ``metadata`` says whether the reply was ``illegal`` and whether the episode
+    is over (``done``, by the env, not by ``max_turns``) and ``truncated`` (by the env's
+    time limit); :meth:`get_metrics` gives the same of the episode with its turns and
+    return (SkyRL averages them: the fraction of finished, of truncated episodes).
     """
 
     def __init__(
@@ -86,6 +98,8 @@ class TextEnv(BaseTextEnv):
         view: Any = None,
         env_kwargs: Mapping[str, Any] | None = None,
         instructions: bool = True,
+        score: ScoreRule = "return",
+        clip: tuple[float, float] | None = None,
         **connect: Any,
     ) -> None:
         super().__init__()
@@ -98,7 +112,9 @@ class TextEnv(BaseTextEnv):
         self.seed = int(seed) if isinstance(seed, int) else None
         self.session = view_session(target, view=view, env_kwargs=env_kwargs, **connect)
         self.instructions = instructions
-        self.episode_return = 0.0
+        self._score = scorer(score, clip)
+        self._per_turn = score == "return" and clip is None
+        self.rollout = Rollout()
 
     def init(self, prompt: list[dict[str, str]]) -> tuple[list[dict[str, str]], dict[str, Any]]:
         """Reset the env; the env's instructions and the first observation's text end the
@@ -106,7 +122,7 @@ class TextEnv(BaseTextEnv):
         text = self.session.reset(seed=self.seed)
         if self.instructions:
             text = f"{self.session.view.describe()}\n\n{text}"
-        self.turns, self.episode_return = 0, 0.0
+        self.turns, self.rollout = 0, Rollout()
         messages = [dict(message) for message in prompt]
         if messages and messages[-1].get("role") == "user":
             messages[-1]["content"] = f"{messages[-1]['content']}\n\n{text}"
@@ -122,20 +138,28 @@ class TextEnv(BaseTextEnv):
             result = self.session.act(action)
         except ToolCallError as exc:
             reply = f"That is not an action here: {exc.message}"
-            return BaseTextEnvStepOutput(
-                observations=[] if out_of_turns else [{"role": "user", "content": reply}],
-                reward=0.0, done=out_of_turns, metadata={"illegal": True},
-            )
-        reward = result.reward or 0.0
-        self.episode_return += reward
+            return self._turn([] if out_of_turns else [{"role": "user", "content": reply}], 0.0, out_of_turns, True)
+        self.rollout.record(result)
         done = result.done or out_of_turns
-        return BaseTextEnvStepOutput(
-            observations=[] if done else [{"role": "user", "content": result.text}],
-            reward=reward, done=done, metadata={"illegal": False},
-        )
+        observations = [] if done else [{"role": "user", "content": result.text}]
+        return self._turn(observations, result.reward or 0.0, done, False)
+
+    def _turn(
+        self, observations: list[dict[str, str]], reward: float, done: bool, illegal: bool
+    ) -> BaseTextEnvStepOutput:
+        """A turn's output: the env's ``reward`` for it, or under another score rule 0 and,
+        on the last turn, the rollout's score."""
+        if not self._per_turn:
+            reward = self._score(self.rollout) if done else 0.0
+        metadata = {"illegal": illegal, "done": self.rollout.done, "truncated": self.rollout.truncated}
+        return BaseTextEnvStepOutput(observations=observations, reward=reward, done=done, metadata=metadata)
 
     def get_metrics(self) -> dict[str, Any]:
-        return {"turns": self.turns, "episode_return": self.episode_return}
+        """The episode's turns, return, and whether it is over and truncated (by the env)."""
+        return {
+            "turns": self.turns, "episode_return": self.rollout.reward,
+            "done": self.rollout.done, "truncated": self.rollout.truncated,
+        }
 
     def close(self) -> None:
         self.session.close()

@@ -60,6 +60,7 @@ except ImportError as exc:  # pragma: no cover - depends on the install
     raise missing_extra(exc, "openenv_gym.trl", "trl") from exc
 
 from .client.options import ConnectOptions
+from .client.rollout import Rollout, ScoreRule, scorer
 from .client.tools import EnvTools, ToolSession, ToolsFrom, env_tools
 from .protocol.tools import Tool
 
@@ -67,6 +68,7 @@ __all__ = [
     "environment_factory",
     "ToolEnvironment",
     "seed_dataset",
+    "rollout_flags",
     "first_prompt_ids",
     "model_tools",
     "tool_function",
@@ -104,9 +106,10 @@ class ToolEnvironment:
     classes :func:`environment_factory` makes).
 
     Attributes:
-        reward: The episode's return so far (the sum of the rewards of its tool calls).
-        done: Whether the episode is over; every tool then raises ``ValueError``.
-        steps: The tool calls of the episode the env answered without an error.
+        rollout: The episode so far (:class:`~openenv_gym.client.rollout.Rollout`: its
+            return, last reward, steps, ``done`` and ``truncated``), what
+            :meth:`get_reward` scores; ``reward``, ``done``, ``truncated`` and ``steps``
+            read it.
 
     TRL takes every public function of the class but ``reset`` and ``get_reward`` for a
     tool: this class has no other, and the tools are added by :func:`environment_factory`.
@@ -120,16 +123,34 @@ class ToolEnvironment:
     #: What the model is told before the first observation of each episode (the env's
     #: :attr:`~openenv_gym.client.tools.EnvTools.instructions`; ``None``: nothing).
     instructions: ClassVar[str | None] = None
-    #: ``score(env)``, what :meth:`get_reward` gives for the rollout (``None``: the
-    #: episode's return, finished or not), set by :func:`environment_factory`'s ``score=``.
-    #: Private, as TRL shows the model every public function of the class as a tool.
-    _score: ClassVar[Callable[[ToolEnvironment], float] | None] = None
+    #: What :meth:`get_reward` gives for a rollout (:func:`~openenv_gym.client.rollout.scorer`
+    #: of :func:`environment_factory`'s ``score=`` and ``clip=``). Private, as TRL shows
+    #: the model every public function of the class as a tool.
+    _score: ClassVar[Callable[[Rollout], float]] = staticmethod(scorer())
 
     def __init__(self) -> None:
-        self.reward = 0.0
-        self.done = False
-        self.steps = 0
+        self.rollout = Rollout()
         self._session: ToolSession | None = None
+
+    @property
+    def reward(self) -> float:
+        """The episode's return so far (the sum of the rewards of its tool calls)."""
+        return self.rollout.reward
+
+    @property
+    def done(self) -> bool:
+        """Whether the episode is over; every tool then raises ``ValueError``."""
+        return self.rollout.done
+
+    @property
+    def truncated(self) -> bool:
+        """Whether the env's time limit ended the episode (``False`` where the server does not say)."""
+        return self.rollout.truncated
+
+    @property
+    def steps(self) -> int:
+        """The tool calls of the episode the env answered without an error."""
+        return self.rollout.steps
 
     def reset(self, **row: Any) -> str:
         """Start an episode, from a dataset row: its ``seed`` (an int, else ``None``) and
@@ -147,16 +168,15 @@ class ToolEnvironment:
             seed=int(seed) if isinstance(seed, int) else None,
             options=options if isinstance(options, Mapping) else None,
         )
-        self.reward, self.done, self.steps = 0.0, False, 0
+        self.rollout = Rollout()
         return "".join(f"\n\n{part}" for part in (self.instructions, text) if part)
 
     def get_reward(self) -> float:
-        """What TRL scores the rollout with: the episode's return, or what the class's
-        ``score`` says of this env (its :attr:`reward`, :attr:`done` and :attr:`steps`).
-        An episode the model left unfinished (:attr:`done` false) scores its return so far,
-        unless ``score`` says otherwise."""
-        score = type(self)._score
-        return self.reward if score is None else float(score(self))
+        """What TRL scores the rollout with: by default the episode's return, finished or
+        not (an episode the model left unfinished, :attr:`done` false, scores its return so
+        far); else what :func:`environment_factory`'s ``score=`` and ``clip=`` say of
+        :attr:`rollout`."""
+        return type(self)._score(self.rollout)
 
     def _call(self, name: str, arguments: dict[str, Any]) -> str:
         if self._session is None:
@@ -164,9 +184,7 @@ class ToolEnvironment:
         if self.done:
             raise ValueError("the episode is over: no tool can act on it any more")
         result = self._session.call(name, arguments)
-        self.steps += 1
-        self.reward += result.reward or 0.0
-        self.done = result.done
+        self.rollout.record(result)
         return result.text
 
 
@@ -178,7 +196,8 @@ def environment_factory(
     view: Any = None,
     env_kwargs: Mapping[str, Any] | None = None,
     instructions: bool = True,
-    score: Callable[[ToolEnvironment], float] | None = None,
+    score: ScoreRule = "return",
+    clip: tuple[float, float] | None = None,
     options: ConnectOptions | None = None,
     **connect: Any,
 ) -> type[ToolEnvironment]:
@@ -199,23 +218,29 @@ def environment_factory(
         instructions: Whether each episode's first message tells the model the env's
             instructions (the task, the observations, the actions and how to answer,
             from the env's text view or the server's) before its first observation.
-        score: The reward of a rollout, from its env (``reward``, ``done``, ``steps``):
-            reward shaping, or a penalty for an episode left unfinished
-            (``score=lambda env: env.reward if env.done else env.reward - 1``). By default
-            the episode's return.
+        score: The reward of a rollout (:data:`~openenv_gym.client.rollout.ScoreRule`):
+            ``"return"`` (the default), the episode's return, finished or not;
+            ``"terminal"``, the reward of its last step if it ended, else 0 (outcome
+            only); or a function of its :class:`~openenv_gym.client.rollout.Rollout`
+            (``reward``, ``last_reward``, ``steps``, ``done``, ``truncated``): reward
+            shaping, or a penalty for an episode left unfinished
+            (``score=lambda r: r.reward if r.done else r.reward - 1``).
+        clip: ``(lo, hi)``: the score is clipped into it.
         options, connect: How to connect to a server
             (:class:`~openenv_gym.client.options.ConnectOptions`, or its fields as
             keywords).
 
     Raises:
         ValueError: a tool whose name or arguments cannot be a Python method (a
-            reserved name, an argument that is no identifier).
+            reserved name, an argument that is no identifier); a ``score`` or ``clip``
+            that is none.
     """
+    score_rollout = scorer(score, clip)
     found = env_tools(url_or_env, tools=tools, view=view, env_kwargs=env_kwargs, options=options, **connect)
     namespace: dict[str, Any] = {
         "env_tools": found,
         "instructions": found.instructions if instructions else None,
-        "_score": staticmethod(score) if score is not None else None,
+        "_score": staticmethod(score_rollout),
         "__module__": __name__,
         "__doc__": f"{found.name} through its tools ({', '.join(t.name for t in found.tools)}), for TRL.",
     }
@@ -268,7 +293,7 @@ def tool_function(tool: Tool) -> Callable[..., str]:
             raise ValueError(f"{name}: {exc}") from None
         return self._call(name, arguments)
 
-    description = _one_paragraph(tool.description) or f"Call the environment's tool {name}."
+    description = _docstring_safe(tool.description, lines=True) or f"Call the environment's tool {name}."
     call.__name__ = call.__qualname__ = name
     call.__doc__ = description + ("\n\nArgs:\n" + "\n".join(lines) if lines else "")
     call.__signature__ = signature  # type: ignore[attr-defined]
@@ -350,6 +375,38 @@ def seed_dataset(
             raise TypeError("system= goes with a string prompt; put the system message in the conversation")
         messages = [dict(message) for message in prompt]
     return Dataset.from_dict({"prompt": [messages] * n, "seed": list(range(start, start + n))})
+
+
+def rollout_flags() -> list[Callable[..., list[float | None]]]:
+    """Two reward functions that log how each rollout's episode ended:
+    ``episode_done`` (1 when the episode is over, 0 when the model left it unfinished)
+    and ``episode_truncated`` (1 when the env's time limit ended it), read from the
+    rollout's :class:`ToolEnvironment` (``None``, not counted, for a rollout without one).
+
+    Give them weight 0, so they are logged and leave the reward alone: TRL logs every
+    reward function as ``rewards/<name>/mean`` (here the fraction of finished, of
+    truncated episodes) and per rollout in its completions table::
+
+        GRPOTrainer(model, reward_funcs=rollout_flags(),
+                    args=GRPOConfig(reward_weights=[0.0, 0.0], ...), environment_factory=FrozenLake, ...)
+
+    (TRL adds the environment's ``get_reward`` after them, with weight 1.)
+
+        >>> done, truncated = rollout_flags()
+        >>> done.__name__, done(environments=[None], completions=["Done."])
+        ('episode_done', [None])
+    """
+
+    def flag(name: str) -> Callable[..., list[float | None]]:
+        def read(environments: Sequence[Any] | None = None, **_: Any) -> list[float | None]:
+            return [
+                float(getattr(env, name)) if isinstance(env, ToolEnvironment) else None for env in environments or ()
+            ]
+
+        read.__name__ = read.__qualname__ = f"episode_{name}"
+        return read
+
+    return [flag("done"), flag("truncated")]
 
 
 def model_tools(environment: Any) -> list[Callable[..., Any]]:
@@ -439,12 +496,21 @@ def _describe(argument: str, schema: Mapping[str, Any]) -> str:
         >>> _describe("n", {"type": "integer", "minimum": 1, "maximum": 5})
         'The n. (minimum 1, maximum 5)'
     """
-    text = _one_paragraph(str(schema.get("description") or schema.get("title") or "")) or f"The {argument}."
+    text = _docstring_safe(str(schema.get("description") or schema.get("title") or "")) or f"The {argument}."
     limits = [f"{key} {schema[key]}" for key in _CONSTRAINTS if isinstance(schema.get(key), (int, float, str))]
     return f"{text} ({', '.join(limits)})" if limits else text
 
 
-def _one_paragraph(text: str) -> str:
-    """``text`` on one line, without the words that would end a Google docstring's section."""
-    flat = " ".join(text.split())
-    return re.sub(r"\b(Args|Returns|Raises):", r"\1 -", flat)
+def _docstring_safe(text: str, *, lines: bool = False) -> str:
+    """``text`` for a Google docstring: on one line (an argument's), or with its line
+    breaks (a tool's description: Taxi's map stays a map), each line stripped; the words
+    that would start a section (``Args:``) are defused.
+
+        >>> print(_docstring_safe("  The map:\\n  +--+\\n  |R:|\\nArgs: none", lines=True))
+        The map:
+        +--+
+        |R:|
+        Args - none
+    """
+    kept = "\n".join(line.strip() for line in text.strip().splitlines()) if lines else " ".join(text.split())
+    return re.sub(r"\b(Args|Returns|Raises):", r"\1 -", kept)

@@ -66,6 +66,7 @@ from ..protocol.tools import (
     read_tools,
 )
 from ..text import view_for
+from ..text.view import act_tool_text
 from .async_session import AsyncSession
 from .connection import http_url
 from .http import get_json
@@ -277,7 +278,7 @@ class ViewToolSession(ToolSession):
         obs, reward, terminated, truncated, info = self.env.step(action)
         done = bool(terminated or truncated)
         text = f"{self.view.obs_to_text(obs, info)}\n{outcome(float(reward), done)}"
-        return ToolResult(text, float(reward), done)
+        return ToolResult(text, float(reward), done, truncated=bool(truncated))
 
     def close(self) -> None:
         env, self.env = self.env, None
@@ -289,16 +290,10 @@ def act_tool(view: Any) -> tuple[Tool, bool]:
     """The ``act`` tool of a text view, and whether its arguments are the action's own
     fields (an action that is a JSON object of named fields, as stock OpenEnv servers
     take) rather than one ``action`` argument."""
-    task = f"{view.task} " if getattr(view, "task", None) else ""
-    description = (
-        f"{task}Take one action in the environment. The reply is what follows: the new observation, "
-        "the reward of the step and whether the episode is over."
-    )
-    schema = view.action_json_schema()
-    properties = schema.get("properties") if schema.get("type") == "object" else None
+    description, argument = act_tool_text(view)
+    properties = argument.get("properties") if argument.get("type") == "object" else None
     if isinstance(properties, dict) and properties:
-        return Tool("act", description, schema), True
-    argument = {**schema, "description": f"The action: {view.describe_actions()}"}
+        return Tool("act", description, {k: v for k, v in argument.items() if k != "description"}), True
     wrapped = {"type": "object", "properties": {"action": argument}, "required": ["action"]}
     return Tool("act", description, wrapped), False
 

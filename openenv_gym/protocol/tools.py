@@ -22,7 +22,7 @@ them (openenv-gym's, and upstream ``MCPEnvironment`` servers alike).
     ...                 "data": {"obs": 4}, "is_error": False}},
     ...     reward=0.0, done=False)
     >>> read_tool_result(reply)
-    ToolResult(text='position: row 1', reward=0.0, done=False, data={'obs': 4})
+    ToolResult(text='position: row 1', reward=0.0, done=False, data={'obs': 4}, truncated=False)
     >>> reply = Observation(
     ...     {"tool_name": "act", "result": None,
     ...      "error": {"error_type": "invalid_args", "message": "Error calling tool 'act': 7 is out of range"}},
@@ -85,14 +85,17 @@ class Tool:
 class ToolResult:
     """What one tool call brought back: the text for a model, the env's reward for the
     step (``None`` when the server gives none) and whether the episode is over, plus
-    the tool's structured result (``data``) and its images (MCP ``ImageContent``
-    blocks: ``(mime type, bytes)``, the env's frame where the server shows frames)."""
+    the tool's structured result (``data``), its images (MCP ``ImageContent`` blocks:
+    ``(mime type, bytes)``, the env's frame where the server shows frames) and whether
+    the episode was cut short by the env's time limit (``truncated``: the structured
+    result's ``truncated``, which openenv-gym's tools give; ``False`` where none says)."""
 
     text: str
     reward: float | None
     done: bool
     data: Any = None
     images: tuple[tuple[str, bytes], ...] = field(default=(), repr=False)
+    truncated: bool = False
 
 
 def list_tools_step() -> Step:
@@ -133,7 +136,8 @@ def read_tool_result(reply: Observation) -> ToolResult:
         raise ToolCallError(result_text(result), error_type="execution_error")
     data = result.get("data", result.get("structured_content")) if isinstance(result, Mapping) else result
     reward = None if reply.reward is None else float(reply.reward)
-    return ToolResult(result_text(result), reward, reply.done, data, result_images(result))
+    truncated = isinstance(data, Mapping) and data.get("truncated") is True
+    return ToolResult(result_text(result), reward, reply.done, data, result_images(result), truncated)
 
 
 def result_images(result: Any) -> tuple[tuple[str, bytes], ...]:

@@ -52,6 +52,7 @@ from ..protocol.messages import MAX_ERROR_CHARS, Reset
 from ..protocol.tools import EPISODE_TOOL_NAMES
 from ..spaces._common import clipped
 from ..text import ActionParseError
+from ..text.view import act_tool_text
 
 __all__ = [
     "ServedTool",
@@ -231,17 +232,9 @@ def _refused(tool: str, error: ProtocolError) -> str:
 
 def gym_tools(view: Any) -> list[ServedTool]:
     """The built-in tools of a Gymnasium env whose text view is ``view``."""
-    actions = view.describe_actions()
-    action_schema = {**view.action_json_schema(), "description": f"The action: {actions}"}
+    description, action_schema = act_tool_text(view)
     act = ToolSpec(
-        "act",
-        "\n".join(
-            part for part in (
-                view.task,
-                f"Take one action in the environment. Actions: {actions}.",
-                "Returns the new observation as text, the reward, and whether the episode is over.",
-            ) if part
-        ),
+        "act", description,
         {"type": "object", "properties": {"action": action_schema}, "required": ["action"],
          "additionalProperties": False},
         RESULT_SCHEMA,

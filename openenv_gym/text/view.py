@@ -32,7 +32,7 @@ from .formats import ObservationFormat
 from .reply import ActionParseError, shorten
 from .values import action_text, describe_space, parse_reply, value_text
 
-__all__ = ["TextView", "ServedTextView", "MAX_LISTED_ACTIONS", "ANSWER_FORMS", "action_mask"]
+__all__ = ["TextView", "ServedTextView", "MAX_LISTED_ACTIONS", "ANSWER_FORMS", "action_mask", "act_tool_text"]
 
 #: ``Discrete`` action spaces up to this size list all their actions as legal when the
 #: env gives no action mask; bigger ones (and other spaces) have no list (``None``).
@@ -207,16 +207,19 @@ class TextView:
         return None if values is None else [self.action_to_text(a) for a in values]
 
     def action_json_schema(self) -> dict[str, Any]:
-        """The JSON Schema of an action for a tool's input: the enum of the action names
-        where there are names, else the JSON Schema of the action space.
+        """The JSON Schema of an action for a tool's input: where the actions have names,
+        one of the names or one of their numbers (as :meth:`describe_actions` says and
+        :meth:`parse_action` reads), else the JSON Schema of the action space.
 
             >>> from gymnasium import spaces
             >>> TextView(spaces.Discrete(2), spaces.Discrete(2), action_names=["left", "right"]).action_json_schema()
-            {'type': 'string', 'enum': ['left', 'right']}
+            {'anyOf': [{'type': 'string', 'enum': ['left', 'right']}, {'type': 'integer', 'minimum': 0, 'maximum': 1}]}
         """
-        names = self._names()
-        if names is not None:
-            return {"type": "string", "enum": list(names)}
+        names, space = self._names(), self.action_space
+        if names is not None and isinstance(space, gs.Discrete):
+            start = int(space.start)
+            numbers = {"type": "integer", "minimum": start, "maximum": start + len(names) - 1}
+            return {"anyOf": [{"type": "string", "enum": list(names)}, numbers]}
         return spaces.to_json_schema(self.action_space)
 
     # -- helpers for subclasses -----------------------------------------------------------
@@ -236,6 +239,36 @@ class TextView:
         if mask is None or not isinstance(space, gs.Discrete) or mask.shape != (int(space.n),):
             return None
         return [int(space.start) + int(i) for i in np.flatnonzero(mask)]
+
+
+def act_tool_text(view: Any) -> tuple[str, dict[str, Any]]:
+    """The ``act`` tool of a text view, as every route shows it (the server's MCP tool, an
+    ``act`` made on the client): its description (the view's task, the actions, what the
+    reply brings; the task's line breaks kept, Taxi's map is one) and the JSON Schema of
+    its ``action`` argument (:meth:`TextView.action_json_schema`, described by
+    :meth:`TextView.describe_actions`).
+
+        >>> from gymnasium import spaces
+        >>> view = TextView(spaces.Discrete(2), spaces.Discrete(2), task="Walk.\\nTwo cells.",
+        ...                 action_names=["left", "right"])
+        >>> description, argument = act_tool_text(view)
+        >>> print(description)
+        Walk.
+        Two cells.
+        Take one action in the environment. Actions: left, right (or their numbers 0 to 1).
+        Returns the new observation as text, the reward, and whether the episode is over.
+        >>> argument["description"]
+        'The action: left, right (or their numbers 0 to 1)'
+    """
+    actions = view.describe_actions()
+    description = "\n".join(
+        part for part in (
+            getattr(view, "task", None),
+            f"Take one action in the environment. Actions: {actions}.",
+            "Returns the new observation as text, the reward, and whether the episode is over.",
+        ) if part
+    )
+    return description, {**view.action_json_schema(), "description": f"The action: {actions}"}
 
 
 def _check_names(names: Sequence[str], space: gs.Space) -> None:

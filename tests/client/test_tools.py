@@ -94,7 +94,7 @@ def test_a_server_without_tools(stock_url):
 def test_a_local_env():
     tools = env_tools("FrozenLake-v1", env_kwargs={"is_slippery": False})
     assert (tools.name, tools.kind) == ("FrozenLake-v1", "client")
-    assert tools.tools[0].input_schema["properties"]["action"]["enum"] == ["left", "down", "right", "up"]
+    assert tools.tools[0].input_schema["properties"]["action"]["anyOf"][0]["enum"] == ["left", "down", "right", "up"]
     session = tools.open()
     try:
         session.reset(seed=0)
@@ -233,3 +233,23 @@ def test_tools_made_on_the_client_have_no_async_session():
     tools = env_tools("FrozenLake-v1")
     with pytest.raises(TypeError, match="made on the client.*asyncio.to_thread"):
         tools.open_async()
+
+
+@pytest.mark.parametrize("tools", ["server", "client"])
+def test_tic_tac_toe_says_which_mark_is_yours_in_either_seat(tools):
+    """The instructions say the model's mark (X) and the opponent's (O), and the board
+    keeps to it in either seat: as player_2, the server's opponent has put an O already."""
+    app = openenv_gym.create_app(tictactoe_v3.env, opponent=lambda turn: turn.legal_actions[0])
+    with asgi_server(app) as url:
+        found = env_tools(url, tools=tools)
+        assert "X your pieces, O your opponent's" in found.instructions
+        session = found.open()
+        try:
+            first = session.reset(seed=0)
+            assert "X" not in first and "O" not in first
+            second = session.reset(seed=0, options={"agent": "player_2"})
+            assert second.startswith("O 3 6\n") and "X" not in second
+            after = session.call("act", {"action": 4}).text
+            assert after.startswith("O 3 6\nO X 7\n2 5 8\n")  # the opponent takes the first free cell
+        finally:
+            session.close()

@@ -88,7 +88,9 @@ def test_every_env_gets_act_observe_legal_actions_and_its_authors_tools(frozen_u
         }
     act = tools[0]["inputSchema"]
     assert act["required"] == ["action"] and act["additionalProperties"] is False
-    assert act["properties"]["action"]["enum"] == ["left", "down", "right", "up"]
+    assert act["properties"]["action"]["anyOf"] == [
+        {"type": "string", "enum": ["left", "down", "right", "up"]}, {"type": "integer", "minimum": 0, "maximum": 3},
+    ]
     assert tools[5]["inputSchema"] == {
         "type": "object", "properties": {"row": {"type": "integer"}}, "required": ["row"],
         "additionalProperties": False,

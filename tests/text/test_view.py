@@ -95,7 +95,9 @@ def test_tool_call_arguments_are_json_already():
 
 
 def test_action_json_schema():
-    assert named().action_json_schema() == {"type": "string", "enum": NAMES}
+    assert named().action_json_schema() == {
+        "anyOf": [{"type": "string", "enum": NAMES}, {"type": "integer", "minimum": 0, "maximum": len(NAMES) - 1}]
+    }
     box = gs.Box(-1.0, 1.0, shape=(2,))
     assert TextView(gs.Discrete(2), box).action_json_schema() == spaces.to_json_schema(box)
     # The schema describes the text action_to_text writes.

@@ -18,7 +18,7 @@ import torch  # noqa: E402
 from pettingzoo.classic import tictactoe_v3  # noqa: E402
 
 import openenv_gym  # noqa: E402
-from openenv_gym.trl import environment_factory, seed_dataset, tiny_chat_model  # noqa: E402
+from openenv_gym.trl import environment_factory, rollout_flags, seed_dataset, tiny_chat_model  # noqa: E402
 from tests.conftest import asgi_server  # noqa: E402
 from tests.trl.scripted import ScriptedGenerate, calls_so_far, tool_call  # noqa: E402
 from tests.upstream_tools import corridor_app  # noqa: E402
@@ -62,7 +62,7 @@ def corridor_policy(conversation: str, row: int | None) -> str:
     return tool_call("move", direction="left") if len(made) < 2 else "Done."
 
 
-def train(env_class, dataset, policy, tmp_path, steps=3, **config):
+def train(env_class, dataset, policy, tmp_path, steps=3, reward_funcs=None, **config):
     model, tokenizer = tiny_chat_model()
     args = trl.GRPOConfig(
         output_dir=str(tmp_path), learning_rate=0.1, per_device_train_batch_size=4, num_generations=2,
@@ -72,6 +72,7 @@ def train(env_class, dataset, policy, tmp_path, steps=3, **config):
     with patch.dict(os.environ, {"TRL_EXPERIMENTAL_SILENCE": "1"}):
         trainer = trl.GRPOTrainer(
             model=model, processing_class=tokenizer, args=args, train_dataset=dataset, environment_factory=env_class,
+            reward_funcs=reward_funcs,
         )
     before = {name: p.detach().clone() for name, p in trainer.model.named_parameters()}
     generate = ScriptedGenerate(tokenizer, policy)
@@ -86,12 +87,16 @@ def test_grpo_on_served_frozen_lake(tmp_path):
         FrozenLake = environment_factory(url)
         assert FrozenLake.__name__ == "FrozenLake_v1"
         trainer, changed, before = train(
-            FrozenLake, seed_dataset(8, prompt="Walk to G."), plans_policy(PLANS), tmp_path
+            FrozenLake, seed_dataset(8, prompt="Walk to G."), plans_policy(PLANS), tmp_path,
+            reward_funcs=rollout_flags(), reward_weights=[0.0, 0.0],
         )
     logs = [entry for entry in trainer.state.log_history if "rewards/FrozenLake_v1/mean" in entry]
     assert len(logs) == 3
     for entry in logs:
         assert entry["rewards/FrozenLake_v1/mean"] == pytest.approx(0.5)
+        # How the episodes ended, logged at weight 0: the "jump" rollout left its episode unfinished.
+        assert entry["rewards/episode_done/mean"] == pytest.approx(3 / 4)
+        assert entry["rewards/episode_truncated/mean"] == 0
         # 6 + 3 + 1 + 6 calls over 4 rollouts; failing: the move after the hole and "jump".
         assert entry["tools/call_frequency"] == pytest.approx(16 / 4)
         assert entry["tools/failure_frequency"] == pytest.approx(2 / 16)
@@ -216,3 +221,42 @@ def test_score_shapes_the_reward_and_is_no_tool():
         for action in TO_GOAL[1:]:
             env.act(action=action)
         assert env.done and env.get_reward() == 1.0
+
+
+@pytest.fixture(scope="module")
+def short_cliff_url():
+    """CliffWalking whose time limit ends an episode after 3 steps (each costs -1)."""
+    with openenv_gym.local_server("CliffWalking-v1", env_kwargs={"max_episode_steps": 3}) as url:
+        yield url
+
+
+@pytest.mark.parametrize("tools", ["server", "client"])
+def test_reward_rules_and_the_truncation_flag(short_cliff_url, tools):
+    """Named score rules and clip, over a real server's episode cut short by its time
+    limit, on both routes: the server's tools and an act tool made on the client."""
+    envs = {
+        "return": environment_factory(short_cliff_url, tools=tools)(),
+        "terminal": environment_factory(short_cliff_url, tools=tools, score="terminal")(),
+        "clipped": environment_factory(short_cliff_url, tools=tools, clip=(-2.0, 0.0))(),
+    }
+    for env in envs.values():
+        env.reset(seed=0)
+        env.act(action="up")
+        assert (env.done, env.truncated) == (False, False)
+        assert env.get_reward() == (0.0 if env is envs["terminal"] else -1.0)  # "terminal": nothing unfinished
+        env.act(action="up")
+        env.act(action="up")
+        assert (env.done, env.truncated, env.steps, env.reward) == (True, True, 3, -3.0)
+    # The return; the last step's reward (an unfinished episode would score 0); the return clipped.
+    assert {rule: env.get_reward() for rule, env in envs.items()} == {"return": -3.0, "terminal": -1.0, "clipped": -2.0}
+    with pytest.raises(ValueError, match="the episode is over"):
+        envs["return"].act(action="up")
+    envs["return"].reset(seed=0)  # a new episode starts a new rollout
+    assert (envs["return"].done, envs["return"].truncated, envs["return"].get_reward()) == (False, False, 0.0)
+
+
+def test_a_score_or_clip_that_is_none_says_what_to_give(short_cliff_url):
+    with pytest.raises(ValueError, match="'return', 'terminal' or a function"):
+        environment_factory(short_cliff_url, score="final")
+    with pytest.raises(ValueError, match="lo <= hi"):
+        environment_factory(short_cliff_url, clip=(1.0, -1.0))
