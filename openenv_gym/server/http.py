@@ -33,7 +33,7 @@ from . import jsonrpc
 from .hosting import Server
 from .schema import Mode, metadata_document, openapi_document
 
-__all__ = ["http_routes", "json_response", "read_body"]
+__all__ = ["constant", "errors_as_responses", "http_routes", "json_response", "read_body"]
 
 
 def json_response(payload: Any, status: int = 200) -> Response:
@@ -186,17 +186,23 @@ class _Endpoints:
 Endpoint = Callable[[Request], Awaitable[Response]]
 
 
-def _errors_as_responses(endpoint: Endpoint) -> Endpoint:
+def errors_as_responses(endpoint: Endpoint) -> Endpoint:
+    """``endpoint``, answering its :class:`~openenv_gym.protocol.http.HttpError` (and a
+    protocol error, by :func:`~openenv_gym.protocol.http.http_error`) as JSON responses."""
     async def answer(request: Request) -> Response:
         try:
             return await endpoint(request)
+        except ProtocolError as exc:
+            error = wire.http_error(exc)
+            return json_response(error.payload, error.status)
         except wire.HttpError as exc:
             return json_response(exc.payload, exc.status)
 
     return answer
 
 
-def _constant(response: Response) -> Callable[[Request], Awaitable[Response]]:
+def constant(response: Response) -> Endpoint:
+    """An endpoint answering ``response``, built once."""
     async def endpoint(request: Request) -> Response:
         return response
 
@@ -224,10 +230,10 @@ def http_routes(server: Server, mode: Mode = "simulation") -> list[Route]:
         ("/health", endpoints.health, "GET"),
         ("/metrics", endpoints.metrics, "GET"),
         ("/schema", endpoints.schema, "GET"),
-        ("/metadata", _constant(endpoints.metadata), "GET"),
-        ("/openapi.json", _constant(endpoints.openapi), "GET"),
+        ("/metadata", constant(endpoints.metadata), "GET"),
+        ("/openapi.json", constant(endpoints.openapi), "GET"),
         ("/mcp", endpoints.mcp, "POST"),
         ("/mcp", endpoints.end_mcp_session, "DELETE"),
         ("/mcp", endpoints.mcp_stream, "GET"),
     ]
-    return [Route(path, _errors_as_responses(endpoint), methods=[method]) for path, endpoint, method in routes]
+    return [Route(path, errors_as_responses(endpoint), methods=[method]) for path, endpoint, method in routes]

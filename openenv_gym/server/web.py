@@ -67,7 +67,7 @@ from ..text.formats import Board
 from ..text.view import action_mask
 from .fields import FieldsSession, FieldsSource
 from .hosting import Server
-from .http import json_response, read_body
+from .http import constant, errors_as_responses, json_response, read_body
 from .schema import metadata_document
 from .session import Session
 
@@ -500,45 +500,27 @@ def web_routes(server: Server, web: WebInterface) -> list[BaseRoute]:
     """The web interface's routes on ``server``."""
     pages = {name: _page_file(name) for name in PAGE_FILES}
 
-    def constant(response: Response) -> Any:
-        async def endpoint(request: Request) -> Response:
-            return response
+    async def reset(request: Request) -> Response:
+        reset = wire.reset_request(await read_body(request, server), server.options.limits)
+        return json_response(await web.reset(reset))
 
-        return endpoint
-
-    def answering(produce: Any) -> Any:
-        async def endpoint(request: Request) -> Response:
-            try:
-                return json_response(await produce(request))
-            except ProtocolError as exc:
-                error = wire.http_error(exc)
-                return json_response(error.payload, error.status)
-            except wire.HttpError as exc:
-                return json_response(exc.payload, exc.status)
-
-        return endpoint
-
-    async def reset(request: Request) -> Any:
-        return await web.reset(wire.reset_request(await read_body(request, server), server.options.limits))
-
-    async def step(request: Request) -> Any:
+    async def step(request: Request) -> Response:
         body = wire.parse_body(await read_body(request, server), server.options.limits)
         if isinstance(body, dict) and isinstance(body.get("message"), str):
-            return await web.step(text=body["message"])
+            return json_response(await web.step(text=body["message"]))
         step, _ = wire.step_body(body)
-        return await web.step(step.fields)
+        return json_response(await web.step(step.fields))
 
-    async def state(request: Request) -> Any:
-        return await web.state()
+    async def state(request: Request) -> Response:
+        return json_response(await web.state())
 
-    async def about(request: Request) -> Any:
-        return web.about()
+    async def about(request: Request) -> Response:
+        return json_response(web.about())
 
     async def report(request: Request) -> Response:
         if web.report_html is None:
-            return json_response(
-                {"detail": "No validation report is served: serve with --web-report FILE (a check --json report)"}, 404
-            )
+            detail = "No validation report is served: serve with --web-report FILE (the HTML check --html wrote)"
+            return json_response({"detail": detail}, 404)
         # The report has no script; the page shows it in a sandboxed frame, and this says it to a browser that opens it.
         return Response(web.report_html, media_type="text/html", headers={"Content-Security-Policy": _NO_SCRIPT})
 
@@ -555,10 +537,10 @@ def web_routes(server: Server, web: WebInterface) -> list[BaseRoute]:
         Route("/web/", constant(pages["index.html"]), methods=["GET"]),
         *(Route(f"/web/{name}", constant(pages[name]), methods=["GET"]) for name in PAGE_FILES if name != "index.html"),
         Route("/web/metadata", constant(metadata), methods=["GET"]),
-        Route("/web/reset", answering(reset), methods=["POST"]),
-        Route("/web/step", answering(step), methods=["POST"]),
-        Route("/web/state", answering(state), methods=["GET"]),
-        Route("/web/about", answering(about), methods=["GET"]),
+        Route("/web/reset", errors_as_responses(reset), methods=["POST"]),
+        Route("/web/step", errors_as_responses(step), methods=["POST"]),
+        Route("/web/state", errors_as_responses(state), methods=["GET"]),
+        Route("/web/about", errors_as_responses(about), methods=["GET"]),
         Route("/web/report", report, methods=["GET"]),
         WebSocketRoute("/ws/ui", ui),
         WebSocketRoute("/web/live", live),
