@@ -55,17 +55,21 @@ KINDS = {
     "batched": "RemoteVectorEnv batched (msgpack), busy polling (default)",
     "batched_nopoll": "RemoteVectorEnv batched (msgpack), no polling",
     "batched_python": "RemoteVectorEnv batched (msgpack), no polling, main port (pure-Python fallback)",
+    "batched_v1": "RemoteVectorEnv batched (msgpack version 1 frames: arrays inside the message), no polling",
     "sessions_msgpack": "RemoteVectorEnv sessions (msgpack)",
     "sessions_json": "RemoteVectorEnv sessions (JSON)",
     "async": "gymnasium AsyncVectorEnv (shared memory, N worker processes)",
     "official": "official openenv client, N sessions",
 }
 #: ``RemoteVectorEnv`` keyword arguments of our kinds; ``busy_poll=0`` also picks the
-#: server started with ``--busy-poll 0``; ``native=False`` stays on its main port.
+#: server started with ``--busy-poll 0``; ``native=False`` stays on its main port;
+#: ``msgpack_version=1`` is a client of the version before frames carried arrays after
+#: the message (it offers only ``openenv-gym.msgpack.v1``).
 REMOTE = {
     "batched": {"mode": "batched", "encoding": "msgpack"},
     "batched_nopoll": {"mode": "batched", "encoding": "msgpack", "busy_poll": 0.0},
     "batched_python": {"mode": "batched", "encoding": "msgpack", "busy_poll": 0.0, "native": False},
+    "batched_v1": {"mode": "batched", "encoding": "msgpack", "busy_poll": 0.0, "msgpack_version": 1},
     "sessions_msgpack": {"mode": "sessions", "encoding": "msgpack"},
     "sessions_json": {"mode": "sessions", "encoding": "json"},
 }
@@ -93,6 +97,12 @@ TARGETS = [
      "cartpole/batched_nopoll/64", "cartpole/batched_python/64", None),
     ("image batched, no polling, N=8: native listener / main port",
      "image/batched_nopoll/8", "image/batched_python/8", None),
+    ("CartPole batched, no polling, N=64: msgpack version 2 / version 1 frames",
+     "cartpole/batched_nopoll/64", "cartpole/batched_v1/64", None),
+    ("image batched, no polling, N=8: msgpack version 2 / version 1 frames",
+     "image/batched_nopoll/8", "image/batched_v1/8", None),
+    ("image batched, no polling, N=32: msgpack version 2 / version 1 frames",
+     "image/batched_nopoll/32", "image/batched_v1/32", None),
 ]
 ENVS = {"cartpole": "CartPole-v1", "image": "84x84x4 uint8 random pixels"}
 PACKAGES = ["gymnasium", "numpy", "websockets", "msgpack", "uvicorn", "starlette", "openenv", "openenv-gym"]
@@ -118,8 +128,10 @@ class VecClient:
     def __init__(self, kind: str, env: str, num_envs: int, base_url: str | None = None,
                  remote: dict | None = None) -> None:
         self.kind, self.env, self.num_envs, self.base_url = kind, env, num_envs, base_url
-        self.remote = remote or {}
+        self.remote = dict(remote or {})
+        self.msgpack_version = self.remote.pop("msgpack_version", 2)
         self.envs: Any = None
+        self._offers: Any = None
 
     def open(self) -> dict:
         import gymnasium as gym
@@ -129,7 +141,11 @@ class VecClient:
             self.envs = cls([lambda: _make_env(self.env)] * self.num_envs)
         else:
             import openenv_gym
+            from openenv_gym.client import options
 
+            if self.msgpack_version == 1:  # this worker's client offers version 1 only, until close()
+                self._offers = options.OFFERS["msgpack"]
+                options.OFFERS["msgpack"] = (options.OFFERS["msgpack"][-1],)  # type: ignore[index]
             self.envs = openenv_gym.RemoteVectorEnv(self.base_url, self.num_envs, message_timeout=30,
                                                     **self.remote)
         self.envs.reset(seed=0)
@@ -145,6 +161,10 @@ class VecClient:
         if self.envs is not None:
             self.envs.close()
             self.envs = None
+        if self._offers is not None:
+            from openenv_gym.client import options
+
+            options.OFFERS["msgpack"], self._offers = self._offers, None  # type: ignore[index]
 
 
 class OfficialClient:

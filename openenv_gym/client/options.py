@@ -36,10 +36,14 @@ __all__ = ["ConnectOptions", "ConnectKwargs", "Encoding"]
 Encoding = Literal["auto", "msgpack", "json"]
 
 #: The subprotocols each encoding offers, in order of preference: ``"auto"`` offers every
-#: codec's, and the server picks the first it speaks.
+#: codec's, an encoding's name every version of it (``"msgpack"``: version 2, then 1, so
+#: that an older server still answers), and the server picks the first it speaks.
 OFFERS: Mapping[str, tuple[str, ...]] = {
     "auto": SUBPROTOCOLS,
-    **{codec.name: (codec.subprotocol,) for codec in CODECS},
+    **{
+        name: tuple(codec.subprotocol for codec in CODECS if codec.name == name)
+        for name in dict.fromkeys(codec.name for codec in CODECS)
+    },
 }
 
 

@@ -195,8 +195,10 @@ class RemoteVectorEnv(PicklesAsArguments, VectorEnv):
             stock server's ``/schema`` lets the client infer.
         observation_fields, action_fields: for a stock server, the space of single
             fields, or ``None`` to leave one out (as :class:`~openenv_gym.RemoteEnv`).
-        copy: return observations the caller owns (``True``, like
-            ``SyncVectorEnv``) or read-only views of the received frames.
+        copy: return a copy of each batch of observations (``True``, like
+            ``SyncVectorEnv``), or the batch itself, which the next step replaces.
+            Either way the arrays are writable: an array that is a read-only view of a
+            received msgpack frame is copied once (docs/protocol.md, "Copies, end to end").
         options: how to connect (:class:`~openenv_gym.client.options.ConnectOptions`);
             keyword arguments of the same names override it. ``busy_poll``
             applies to batched mode, whose connections are driven from the

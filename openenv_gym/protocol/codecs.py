@@ -8,7 +8,9 @@ codec                  frames       values
 =====================  ===========  ===================================================
 stock JSON             text JSON    JSON types only; no type hints (a stock peer)
 openenv-gym JSON       text JSON    JSON types, plus type hints to rebuild numpy types
-msgpack                binary       ndarrays as raw bytes, numpy scalars, tuples kept
+msgpack (version 1)    binary       ndarrays as raw bytes, numpy scalars, tuples kept
+msgpack (version 2)    binary       as version 1, but arrays of 512 bytes or more travel
+                                    after the message, 16-byte aligned
 =====================  ===========  ===================================================
 
 Servers and clients never test which codec they hold: they ask it to
@@ -34,9 +36,10 @@ here and its entry there (and its name in
     array([0., 0.], dtype=float32)
 
 In msgpack frames, numpy arrays travel as an extension type holding the dtype,
-the shape and the raw bytes; they decode as read-only views of those bytes, without
-a per-element copy, after the declared size was checked against the bytes that
-actually arrived. Only the dtypes in :data:`~openenv_gym.protocol.hints.ARRAY_DTYPES`
+the shape and the raw bytes (version 2: the offset of the bytes after the message,
+:class:`MsgpackBuffersCodec`); they decode as read-only views of the frame, without
+a copy, after the declared size was checked against the bytes that actually
+arrived. Only the dtypes in :data:`~openenv_gym.protocol.hints.ARRAY_DTYPES`
 are accepted (never ``object``). Decoding a frame never runs pickle, eval or
 exec: a frame is JSON or msgpack, and its extension types carry raw numbers
 only. (A server with the ``async`` vector backend hands decoded, validated
@@ -46,9 +49,11 @@ processes; no byte a peer sent is ever unpickled.)
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import struct
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -72,6 +77,7 @@ __all__ = [
     "Codec",
     "JsonCodec",
     "MsgpackCodec",
+    "MsgpackBuffersCodec",
     "CODECS",
     "SUBPROTOCOLS",
     "MSGPACK_SUBPROTOCOL",
@@ -238,6 +244,8 @@ class JsonCodec(Codec):
 EXT_NDARRAY = 1
 EXT_NUMPY_SCALAR = 2
 EXT_TUPLE = 3
+#: An ndarray whose bytes follow the message in the frame (version 2 frames only).
+EXT_NDARRAY_OUT_OF_BAND = 4
 
 _HEADER = struct.Struct("<BB")  # dtype string length, ndim
 _DIM = struct.Struct("<Q")
@@ -265,27 +273,38 @@ def _array_header(array: np.ndarray) -> tuple[bytes, np.dtype]:
     return header, dtype
 
 
-def _pack_array(array: np.ndarray) -> bytes:
+def _sendable(array: np.ndarray) -> tuple[bytes, np.ndarray]:
+    """The ext header for ``array``, and its data as it travels: little-endian, C order
+    (``array`` itself when it already is)."""
     header, dtype = _array_header(array)
     if array.dtype != dtype or not array.flags.c_contiguous:
         array = np.array(array, dtype=dtype, order="C")
+    return header, array
+
+
+def _pack_array(array: np.ndarray) -> bytes:
+    header, array = _sendable(array)
     return b"".join((header, array.data if array.ndim else array.tobytes()))
 
 
-def _unpack_array(payload: bytes, limits: Limits, known: dict | None = None) -> np.ndarray:
-    """The ndarray of an ext payload (a read-only view of it, made in one call).
+def _array_layout(
+    payload: bytes, limits: Limits, known: dict | None, *, inline: bool,
+) -> tuple[np.dtype, tuple, int, int]:
+    """The dtype, shape and size in bytes an ndarray header at the start of ``payload``
+    declares, and where the header ends, checked against ``limits`` before anything
+    is allocated (and first, for an ``inline`` array, against the bytes after the
+    header, which are its data).
 
-    ``known`` caches validated headers (header bytes → dtype, shape, data
-    size) so the arrays of every step skip re-parsing the same header.
+    ``known`` caches validated headers (header bytes → dtype, shape, data size) so
+    the arrays of every step skip re-parsing the same header.
     """
     if len(payload) < _HEADER.size:
         raise ProtocolError(ErrorCode.INVALID_JSON, "Truncated ndarray header")
     code_len, ndim = payload[0], payload[1]
     end = _HEADER.size + code_len + ndim * _DIM.size
     if known is not None and (layout := known.get(payload[:end])) is not None:
-        dtype, shape, declared = layout
-        if len(payload) - end == declared:
-            return np.ndarray(shape, dtype, payload, end)
+        if not inline or layout[2] == len(payload) - end:
+            return (*layout, end)
     if ndim > 32:
         raise ProtocolError(ErrorCode.INVALID_JSON, f"ndarray with {ndim} dimensions (at most 32)")
     if len(payload) < end:
@@ -303,7 +322,7 @@ def _unpack_array(payload: bytes, limits: Limits, known: dict | None = None) -> 
         _DIM.unpack_from(payload, offset + code_len + i * _DIM.size)[0] for i in range(ndim)
     )
     declared = math.prod(shape) * dtype.itemsize
-    if declared != len(payload) - end:
+    if inline and declared != len(payload) - end:
         raise ProtocolError(
             ErrorCode.INVALID_JSON,
             f"ndarray declares shape {shape} of {dtype} ({declared} bytes) "
@@ -318,19 +337,31 @@ def _unpack_array(payload: bytes, limits: Limits, known: dict | None = None) -> 
         if len(known) >= _HEADER_CACHE_SIZE:
             known.clear()
         known[payload[:end]] = dtype, shape, declared
+    return dtype, shape, declared, end
+
+
+def _unpack_array(payload: bytes, limits: Limits, known: dict | None = None) -> np.ndarray:
+    """The ndarray of an ext payload that carries its bytes (a read-only view of
+    them, made in one call)."""
+    dtype, shape, _, end = _array_layout(payload, limits, known, inline=True)
     return np.ndarray(shape, dtype, payload, end)
 
 
-def _pack_default(value: Any) -> Any:
-    """Pack what msgpack does not know natively (the packer runs with ``strict_types``)."""
+def _inline_array(array: np.ndarray) -> msgpack.ExtType:
+    """An ndarray as an ext carrying its bytes (ext 1)."""
+    return msgpack.ExtType(EXT_NDARRAY, _pack_array(array))
+
+
+def _pack_default(value: Any, arrays: Callable[[np.ndarray], msgpack.ExtType] = _inline_array) -> Any:
+    """Pack what msgpack does not know natively (the packer runs with ``strict_types``);
+    ``arrays`` packs ndarrays."""
     if isinstance(value, np.ndarray):
-        return msgpack.ExtType(EXT_NDARRAY, _pack_array(value))
+        return arrays(value)
     if isinstance(value, np.generic) and (isinstance(value, np.bool_) or value.dtype.kind in "iufc"):
         return msgpack.ExtType(EXT_NUMPY_SCALAR, _pack_array(np.asarray(value)))
     if isinstance(value, tuple):
-        packed = msgpack.packb(
-            list(value), default=_pack_default, use_bin_type=True, strict_types=True
-        )
+        default = _pack_default if arrays is _inline_array else functools.partial(_pack_default, arrays=arrays)
+        packed = msgpack.packb(list(value), default=default, use_bin_type=True, strict_types=True)
         return msgpack.ExtType(EXT_TUPLE, packed)
     # Subclasses of native types (IntEnum, OrderedDict, str enums, ...) and the rest.
     for native in _NATIVE_TYPES:
@@ -366,21 +397,31 @@ class MsgpackCodec(Codec):
         self._tuple_depth = 0
         self._ext_objects = 0
         self._known_headers: dict[bytes, tuple] = {}
+        #: While a version 2 frame decodes: the frame, where its array section starts,
+        #: and how far into the section its arrays (padded to 16 bytes) reach.
+        self._frame: bytes | None = None
+        self._section = 0
+        self._section_end = 0
 
     def encode(self, message: Any) -> bytes:
         return self._packer.pack(message)
 
     def decode(self, frame: Frame) -> Any:
+        frame = self._binary(frame)
+        self._ext_objects = 0
+        message = self._unpack(frame)
+        check_shape(message, self.limits, len(frame))
+        return message
+
+    def _binary(self, frame: Frame) -> bytes:
+        """``frame``, refused unless it is binary and within the size limit."""
         check_size(len(frame), self.limits)
         if isinstance(frame, str):
             raise ProtocolError(
                 ErrorCode.INVALID_JSON,
                 "Text frame on a msgpack session: send binary msgpack frames",
             )
-        self._ext_objects = 0
-        message = self._unpack(frame)
-        check_shape(message, self.limits, len(frame))
-        return message
+        return frame
 
     def pack_data(self, value: Any) -> tuple[Any, Any]:
         return value, None
@@ -409,9 +450,39 @@ class MsgpackCodec(Codec):
                 return tuple(self._unpack(payload))
             finally:
                 self._tuple_depth -= 1
+        if code == EXT_NDARRAY_OUT_OF_BAND:
+            return self._array_after_message(payload)
         raise ProtocolError(ErrorCode.INVALID_JSON, f"Unknown msgpack extension type {code}")
 
-    def _unpack(self, data: bytes) -> Any:
+    def _array_after_message(self, payload: bytes) -> np.ndarray:
+        """The ndarray of an ext 4 payload (its header, then the u64 offset of its bytes
+        in the frame's array section): a read-only view of the frame."""
+        frame = self._frame
+        if frame is None:
+            raise ProtocolError(
+                ErrorCode.INVALID_JSON,
+                f"msgpack extension type {EXT_NDARRAY_OUT_OF_BAND} (an array after the message) "
+                f"is only valid on {MsgpackBuffersCodec.subprotocol} sessions",
+            )
+        dtype, shape, declared, end = _array_layout(payload, self.limits, self._known_headers, inline=False)
+        if len(payload) != end + _OFFSET.size:
+            raise ProtocolError(
+                ErrorCode.INVALID_JSON,
+                f"An out-of-band ndarray ext holds {len(payload) - end} bytes after its header; "
+                f"expected the {_OFFSET.size}-byte offset of its data",
+            )
+        offset = _OFFSET.unpack_from(payload, end)[0]
+        available = len(frame) - self._section
+        if offset > available or declared > available - offset:
+            raise ProtocolError(
+                ErrorCode.INVALID_JSON,
+                f"ndarray of shape {shape} of {dtype} ({declared} bytes) at offset {offset} runs past "
+                f"the end of the frame's array section ({max(available, 0)} bytes)",
+            )
+        self._section_end = max(self._section_end, offset + declared + (-declared % _ALIGN))
+        return np.ndarray(shape, dtype, frame, self._section + offset)
+
+    def _unpack(self, data: bytes | memoryview) -> Any:
         limits = self.limits
         try:
             return msgpack.unpackb(
@@ -434,9 +505,111 @@ class MsgpackCodec(Codec):
             raise ProtocolError(ErrorCode.INVALID_JSON, f"Invalid msgpack: {reason}") from None
 
 
+#: The smallest array (in bytes) that version 2 msgpack frames carry after the message:
+#: smaller ones cost less inline than the bookkeeping of a reference.
+OUT_OF_BAND_BYTES = 512
+#: Where array data starts in a version 2 frame: on a multiple of this many bytes.
+_ALIGN = 16
+_PADDING = bytes(_ALIGN)
+_BODY = struct.Struct("<I")  # the length of a version 2 frame's msgpack message
+_OFFSET = struct.Struct("<Q")  # where an out-of-band array's bytes start in the array section
+
+
+class MsgpackBuffersCodec(MsgpackCodec):
+    """Version 2 of the msgpack framing: large arrays travel after the message, so the
+    peer decodes them as views of the frame it received, with no copy.
+
+    A frame is the ``u32`` little-endian length of the msgpack message, the message,
+    then (from the first multiple of 16 bytes of the frame at or after the message's end)
+    the array section. An ndarray of at least :data:`OUT_OF_BAND_BYTES` bytes is an
+    ext 4 in the message: its ext 1 header (dtype, shape) and the ``u64`` offset of its
+    C-order bytes in the section, each on a multiple of 16; smaller arrays stay inline
+    (ext 1). Every other value is encoded as in version 1.
+
+    A decoded array is a read-only view of the frame's bytes, and keeps the whole frame
+    alive while it lives. Its declared size is checked against the limits, and its bytes
+    against the section, before the view is made.
+
+        >>> import numpy as np
+        >>> codec = MsgpackBuffersCodec()
+        >>> frame = codec.encode({"obs": np.arange(256, dtype=np.float32), "reward": 1.0})
+        >>> obs = codec.decode(frame)["obs"]
+        >>> obs[-1], obs.base is frame, obs.flags.writeable
+        (np.float32(255.0), True, False)
+    """
+
+    #: The subprotocol that selects version 2 msgpack frames.
+    subprotocol = "openenv-gym.msgpack.v2"
+
+    def __init__(self, limits: Limits | None = None) -> None:
+        super().__init__(limits)
+        self._buffers: list[Any] = []
+        self._section_bytes = 0
+        self._packer = msgpack.Packer(
+            default=functools.partial(_pack_default, arrays=self._array_ext),
+            use_bin_type=True, strict_types=True, autoreset=True,
+        )
+
+    def _array_ext(self, array: np.ndarray) -> msgpack.ExtType:
+        if array.nbytes < OUT_OF_BAND_BYTES:
+            return _inline_array(array)
+        header, array = _sendable(array)
+        offset = self._section_bytes
+        self._buffers.append(array.data)
+        gap = -array.nbytes % _ALIGN
+        if gap:
+            self._buffers.append(_PADDING[:gap])
+        self._section_bytes += array.nbytes + gap
+        return msgpack.ExtType(EXT_NDARRAY_OUT_OF_BAND, header + _OFFSET.pack(offset))
+
+    def encode(self, message: Any) -> bytes:
+        self._section_bytes = 0
+        try:
+            body = self._packer.pack(message)
+            buffers = self._buffers
+        finally:
+            self._buffers = []
+        prefix = _BODY.pack(len(body))
+        if not buffers:
+            return prefix + body
+        gap = -(_BODY.size + len(body)) % _ALIGN
+        return b"".join([prefix, body, _PADDING[:gap], *buffers])
+
+    def decode(self, frame: Frame) -> Any:
+        frame = self._binary(frame)
+        if len(frame) < _BODY.size:
+            raise ProtocolError(
+                ErrorCode.INVALID_JSON,
+                f"Truncated frame of {len(frame)} bytes: a {self.subprotocol} frame starts with the "
+                f"{_BODY.size}-byte length of its msgpack message",
+            )
+        end = _BODY.size + _BODY.unpack_from(frame)[0]
+        if end > len(frame):
+            raise ProtocolError(
+                ErrorCode.INVALID_JSON,
+                f"The frame says its msgpack message has {end - _BODY.size} bytes, "
+                f"but it holds {len(frame) - _BODY.size}",
+            )
+        self._frame = frame = bytes(frame)
+        self._section = end + (-end % _ALIGN)
+        self._ext_objects = self._section_end = 0
+        try:
+            message = self._unpack(memoryview(frame)[_BODY.size : end])
+        finally:
+            self._frame = None
+        used = self._section + self._section_end if self._section_end else end
+        if len(frame) > used:
+            raise ProtocolError(
+                ErrorCode.INVALID_JSON,
+                f"{len(frame) - used} bytes at the end of the frame belong to no array of its message",
+            )
+        check_shape(message, self.limits, end)
+        return message
+
+
 #: Every codec openenv-gym speaks, in its order of preference: a server selects the first
 #: one whose subprotocol the client offers, and ``encoding="auto"`` offers them all.
-CODECS: tuple[type[Codec], ...] = (MsgpackCodec, JsonCodec)
+CODECS: tuple[type[Codec], ...] = (MsgpackBuffersCodec, MsgpackCodec, JsonCodec)
 #: Every subprotocol the server understands, in order of preference.
 SUBPROTOCOLS = tuple(codec.subprotocol for codec in CODECS)
 #: The subprotocols of the codecs openenv-gym has always had, by name.

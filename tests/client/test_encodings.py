@@ -10,23 +10,32 @@ import pytest
 from openenv_gym.client.options import OFFERS, ConnectKwargs, ConnectOptions, Encoding
 from openenv_gym.client.session import negotiated_codec
 from openenv_gym.errors import ProtocolMismatchError
-from openenv_gym.protocol import CODECS, JSON_SUBPROTOCOL, MSGPACK_SUBPROTOCOL, SUBPROTOCOLS, JsonCodec, MsgpackCodec
+from openenv_gym.protocol import (
+    CODECS,
+    JSON_SUBPROTOCOL,
+    MSGPACK_SUBPROTOCOL,
+    SUBPROTOCOLS,
+    JsonCodec,
+    MsgpackBuffersCodec,
+    MsgpackCodec,
+)
 
 URL = "ws://127.0.0.1:8000/ws"
 
 
 def test_the_encodings_are_auto_and_the_names_of_the_codecs():
     """``Encoding`` is written out for type checkers; it stays the table's."""
-    names = ("auto", *(codec.name for codec in CODECS))
+    names = ("auto", *dict.fromkeys(codec.name for codec in CODECS))
     assert typing.get_args(Encoding) == names
     assert typing.get_type_hints(ConnectKwargs)["encoding"] == Encoding
     assert tuple(OFFERS) == names
 
 
-def test_auto_offers_every_codec_in_order_of_preference_and_a_name_its_own():
-    assert ConnectOptions().subprotocols == SUBPROTOCOLS == (MSGPACK_SUBPROTOCOL, JSON_SUBPROTOCOL)
-    for codec in CODECS:
-        assert ConnectOptions(encoding=codec.name).subprotocols == (codec.subprotocol,)
+def test_auto_offers_every_codec_in_order_of_preference_and_a_name_every_version_of_it():
+    buffers = MsgpackBuffersCodec.subprotocol
+    assert ConnectOptions().subprotocols == SUBPROTOCOLS == (buffers, MSGPACK_SUBPROTOCOL, JSON_SUBPROTOCOL)
+    assert ConnectOptions(encoding="msgpack").subprotocols == (buffers, MSGPACK_SUBPROTOCOL)
+    assert ConnectOptions(encoding="json").subprotocols == (JSON_SUBPROTOCOL,)
 
 
 def test_an_encoding_that_is_no_codec_is_refused_naming_the_choices():

@@ -8,13 +8,16 @@ from typing import Any
 import pytest
 
 from openenv_gym.errors import ErrorCode, ProtocolError
-from openenv_gym.protocol import JSON_SUBPROTOCOL, MSGPACK_SUBPROTOCOL
+from openenv_gym.protocol import JSON_SUBPROTOCOL, MSGPACK_SUBPROTOCOL, MsgpackBuffersCodec
 from openenv_gym.protocol.codecs import Codec
+
+#: The subprotocols of msgpack's two versions, whose values keep their numpy types exactly.
+MSGPACK_SUBPROTOCOLS = (MsgpackBuffersCodec.subprotocol, MSGPACK_SUBPROTOCOL)
 
 #: Parametrizes a test by ``subprotocol``: each one a handshake can end with (stock JSON is
 #: none at all); the test makes its codec with ``codec_for(subprotocol)``.
 each_subprotocol = pytest.mark.parametrize(
-    "subprotocol", [None, JSON_SUBPROTOCOL, MSGPACK_SUBPROTOCOL], ids=["stock-json", "gym-json", "msgpack"]
+    "subprotocol", [None, JSON_SUBPROTOCOL, *MSGPACK_SUBPROTOCOLS], ids=["stock-json", "gym-json", "msgpack-v2", "msgpack"]
 )
 
 

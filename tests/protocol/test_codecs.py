@@ -50,8 +50,9 @@ def test_observation_metadata_goes_inside_and_on_top_like_openenv_0_10():
         np.arange(6, dtype=">i4"),  # big-endian is sent little-endian
     ],
 )
-def test_msgpack_arrays_round_trip_exactly(value):
-    codec = codecs.MsgpackCodec()
+@pytest.mark.parametrize("codec_type", [codecs.MsgpackCodec, codecs.MsgpackBuffersCodec])
+def test_msgpack_arrays_round_trip_exactly(value, codec_type):
+    codec = codec_type()
     decoded = codec.decode(codec.encode({"v": value}))["v"]
     assert isinstance(decoded, np.ndarray)
     assert decoded.shape == value.shape
@@ -65,8 +66,9 @@ def test_msgpack_decodes_arrays_without_copying_the_payload():
     assert not decoded.flags.owndata  # a view over the received bytes
 
 
-def test_msgpack_keeps_numpy_scalars_and_tuples():
-    codec = codecs.MsgpackCodec()
+@pytest.mark.parametrize("codec_type", [codecs.MsgpackCodec, codecs.MsgpackBuffersCodec])
+def test_msgpack_keeps_numpy_scalars_and_tuples(codec_type):
+    codec = codec_type()
     value = {"a": np.int64(3), "b": np.float32(0.5), "c": (1, (2, "x")), "d": [1, 2], "e": np.bool_(True)}
     decoded = codec.decode(codec.encode(value))
     assert type(decoded["a"]) is np.int64 and decoded["a"] == 3
@@ -161,7 +163,7 @@ def test_wrong_frame_kind_for_the_codec():
 @settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=512))
 def test_random_bytes_never_escape_as_other_exceptions(data):
-    for codec in (codecs.MsgpackCodec(), codecs.JsonCodec()):
+    for codec in (codecs.MsgpackBuffersCodec(), codecs.MsgpackCodec(), codecs.JsonCodec()):
         try:
             message = codec.decode(data)
         except ProtocolError as exc:

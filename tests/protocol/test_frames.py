@@ -203,8 +203,10 @@ def test_max_depth_bounds_real_frames_at_the_limit(codec):
 # -- handshake ------------------------------------------------------------------------
 
 
-def test_msgpack_is_the_preferred_subprotocol():
-    assert codecs.SUBPROTOCOLS == (codecs.MSGPACK_SUBPROTOCOL, codecs.JSON_SUBPROTOCOL)
+def test_msgpack_is_the_preferred_subprotocol_its_second_version_first():
+    buffers = codecs.MsgpackBuffersCodec.subprotocol
+    assert codecs.SUBPROTOCOLS == (buffers, codecs.MSGPACK_SUBPROTOCOL, codecs.JSON_SUBPROTOCOL)
+    assert buffers == "openenv-gym.msgpack.v2"
     assert codecs.MSGPACK_SUBPROTOCOL == "openenv-gym.msgpack.v1" and codecs.JSON_SUBPROTOCOL == "openenv-gym.json.v1"
 
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from openenv_gym.errors import ErrorCode, ProtocolError
 from openenv_gym.protocol import JSON_SUBPROTOCOL, MSGPACK_SUBPROTOCOL, codec_for, messages
 from openenv_gym.protocol import gym as gym_protocol
-from tests.protocol.helpers import each_subprotocol, through_frames, validation_reason
+from tests.protocol.helpers import MSGPACK_SUBPROTOCOLS, each_subprotocol, through_frames, validation_reason
 from tests.spaces.strategies import canonical, nested_spaces, sample
 
 BOX = gs.Box(-1.0, 1.0, (2,), np.float32)
@@ -44,7 +44,7 @@ def test_any_action_comes_back_as_it_was_sent(subprotocol, space, seed):
     assume(space.contains(action))  # Gymnasium 1.2's Graph.sample ignores a node dtype
     codec = codec_for(subprotocol)
     read = gym_protocol.read_action(codec, space, sent_step(codec, space, action))
-    if subprotocol == MSGPACK_SUBPROTOCOL:
+    if subprotocol in MSGPACK_SUBPROTOCOLS:
         assert data_equivalence(read, action, exact=True)
     else:
         assert data_equivalence(canonical(space, read), canonical(space, action), exact=True)
@@ -148,7 +148,7 @@ def test_any_observation_comes_back_as_it_was_sent(subprotocol, space, seed):
     assume(space.contains(obs))
     codec = codec_for(subprotocol)
     read = sent_observation(codec, space, obs, reward=0.5, terminated=False, truncated=False, info={})
-    if subprotocol == MSGPACK_SUBPROTOCOL:
+    if subprotocol in MSGPACK_SUBPROTOCOLS:
         assert data_equivalence(read.obs, obs, exact=True)
     else:
         assert data_equivalence(canonical(space, read.obs), canonical(space, obs), exact=True)
@@ -175,7 +175,7 @@ def test_an_observation_is_done_when_terminated_or_truncated(terminated, truncat
     assert reply.done is done
 
 
-@pytest.mark.parametrize("subprotocol", [JSON_SUBPROTOCOL, MSGPACK_SUBPROTOCOL], ids=["gym-json", "msgpack"])
+@pytest.mark.parametrize("subprotocol", [JSON_SUBPROTOCOL, *MSGPACK_SUBPROTOCOLS], ids=["gym-json", "msgpack-v2", "msgpack"])
 @pytest.mark.parametrize("reward", [3, np.float32(0.25), np.int64(-1)], ids=["int", "float32", "int64"])
 def test_an_openenv_gym_peer_gets_the_rewards_exact_type(subprotocol, reward):
     read = sent_observation(codec_for(subprotocol), BOX, np.zeros(2, np.float32), reward=reward,
@@ -189,7 +189,7 @@ def test_a_stock_peer_gets_every_reward_as_a_float():
     assert type(read.reward) is float and read.reward == 3.0
 
 
-@pytest.mark.parametrize("subprotocol", [JSON_SUBPROTOCOL, MSGPACK_SUBPROTOCOL], ids=["gym-json", "msgpack"])
+@pytest.mark.parametrize("subprotocol", [JSON_SUBPROTOCOL, *MSGPACK_SUBPROTOCOLS], ids=["gym-json", "msgpack-v2", "msgpack"])
 def test_an_openenv_gym_peer_gets_the_infos_exact_types(subprotocol):
     info = {"mask": np.array([1, 0], np.int8), "pair": (1, 2)}
     read = sent_observation(codec_for(subprotocol), BOX, np.zeros(2, np.float32), reward=0,

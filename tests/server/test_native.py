@@ -68,6 +68,7 @@ def test_remote_env_steps_on_the_native_port_as_on_the_main_port(served):
     try:
         assert port_of(native._session.url) == advertised(served)["port"]
         assert port_of(main._session.url) == port_of(served.replace("http", "ws") + "/ws")
+        assert native._session.codec.subprotocol == main._session.codec.subprotocol == "openenv-gym.msgpack.v2"
         a, _ = native.reset(seed=3)
         b, _ = main.reset(seed=3)
         np.testing.assert_array_equal(a, b)

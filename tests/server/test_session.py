@@ -26,6 +26,7 @@ from openenv_gym.protocol import (
     MSGPACK_SUBPROTOCOL,
     McpReply,
     McpRequest,
+    MsgpackBuffersCodec,
     Observation,
     Render,
     RenderReply,
@@ -46,9 +47,14 @@ from openenv_gym.server.session import EnvHost, Session
 from tests.envs import CompositeEnv
 from tests.parity import assert_same
 
-#: The three ways values travel: stock JSON (no subprotocol), openenv-gym JSON, msgpack.
-CODECS = {"stock-json": None, "json": JSON_SUBPROTOCOL, "msgpack": MSGPACK_SUBPROTOCOL}
-EXTENDED = ["json", "msgpack"]
+#: The ways values travel: stock JSON (no subprotocol), openenv-gym JSON, msgpack (both versions).
+CODECS = {
+    "stock-json": None,
+    "json": JSON_SUBPROTOCOL,
+    "msgpack": MSGPACK_SUBPROTOCOL,
+    "msgpack-v2": MsgpackBuffersCodec.subprotocol,
+}
+EXTENDED = ["json", "msgpack", "msgpack-v2"]
 
 
 class ActionRecorder(gym.Env):
@@ -128,7 +134,7 @@ def test_observations_are_arrays_on_msgpack_and_lists_on_json(codec):
         session = await started(gym_session("CartPole-v1", codec))
         fields = (await answer(session, Reset(seed=0))).observation
         obs = fields["obs"]
-        if codec == "msgpack":
+        if codec.startswith("msgpack"):
             assert isinstance(obs, np.ndarray) and obs.dtype == np.float32 and "types" not in fields
         else:
             assert isinstance(obs, list) and all(type(x) is float for x in obs)
@@ -146,7 +152,7 @@ def test_render_frames_are_arrays_on_msgpack_and_lists_with_their_dtype_on_json(
         await answer(session, Reset(seed=0))
         reply = await answer(session, Render())
         assert isinstance(reply, RenderReply) and reply.render_mode == "rgb_array"
-        if codec == "msgpack":
+        if codec.startswith("msgpack"):
             assert isinstance(reply.frame, np.ndarray)
         else:
             assert isinstance(reply.frame, list) and reply.dtype == "|u1"

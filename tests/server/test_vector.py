@@ -16,7 +16,14 @@ from gymnasium.vector import AutoresetMode
 
 import openenv_gym
 from openenv_gym.errors import ErrorCode, ProtocolError
-from openenv_gym.protocol import JSON_SUBPROTOCOL, MSGPACK_SUBPROTOCOL, Render, codec_for, parse_message
+from openenv_gym.protocol import (
+    JSON_SUBPROTOCOL,
+    MSGPACK_SUBPROTOCOL,
+    MsgpackBuffersCodec,
+    Render,
+    codec_for,
+    parse_message,
+)
 from openenv_gym.protocol import vector as wire
 from openenv_gym.server.execution import EnvCaller
 from openenv_gym.server.resolve import resolve
@@ -25,8 +32,8 @@ from tests.envs import CompositeEnv, SlowEnv
 from tests.parity import assert_same, run_parity
 
 #: The codecs of ``/vector``, which only openenv-gym clients open (they always
-#: offer a subprotocol): openenv-gym JSON and msgpack.
-CODECS = {"json": JSON_SUBPROTOCOL, "msgpack": MSGPACK_SUBPROTOCOL}
+#: offer a subprotocol): openenv-gym JSON and msgpack (both versions).
+CODECS = {"json": JSON_SUBPROTOCOL, "msgpack": MSGPACK_SUBPROTOCOL, "msgpack-v2": MsgpackBuffersCodec.subprotocol}
 
 
 @pytest.mark.parametrize("autoreset", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP], ids=lambda m: m.value)
@@ -199,7 +206,7 @@ def test_vector_observations_are_arrays_on_msgpack_and_lists_on_json(codec):
         await session.start()
         reply = await answer(session, wire.VectorReset(0))
         step = await answer(session, wire.VectorStep(session.codec.pack_space(session.action_space, np.zeros(2, np.int64))))
-        if codec == "msgpack":
+        if codec.startswith("msgpack"):
             assert isinstance(reply.obs, np.ndarray) and reply.obs.shape == (2, 4)
             assert isinstance(step.rewards, np.ndarray) and step.rewards.dtype == np.float64
         else:

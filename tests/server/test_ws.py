@@ -11,7 +11,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
 import openenv_gym
-from openenv_gym.protocol import MSGPACK_SUBPROTOCOL
+from openenv_gym.protocol import MSGPACK_SUBPROTOCOL, MsgpackBuffersCodec
 from tests.server.raw import ask, ws
 
 
@@ -82,6 +82,21 @@ def test_msgpack_session_on_the_raw_protocol(cartpole_url):
         assert reply["data"]["code"] == "INVALID_JSON"
         sock.send(msgpack.packb({"type": "state"}))
         assert msgpack.unpackb(sock.recv(timeout=10), raw=False)["type"] == "state"
+
+
+def test_msgpack_version_2_is_chosen_when_offered_and_version_1_clients_keep_theirs(cartpole_url):
+    """A client of this version offers both versions and gets the second; a client of an
+    earlier version offers only the first, and the server still speaks it."""
+    v2 = MsgpackBuffersCodec()
+    with ws(cartpole_url, subprotocols=[v2.subprotocol, MSGPACK_SUBPROTOCOL]) as sock:
+        assert sock.subprotocol == v2.subprotocol
+        sock.send(v2.encode({"type": "reset", "data": {"seed": 0}}))
+        reply = v2.decode(sock.recv(timeout=10))
+        assert reply["type"] == "observation" and reply["data"]["observation"]["obs"].shape == (4,)
+        sock.send(msgpack.packb({"type": "state"}))  # a version 1 frame: no length prefix
+        assert v2.decode(sock.recv(timeout=10))["data"]["code"] == "INVALID_JSON"
+    with ws(cartpole_url, subprotocols=[MSGPACK_SUBPROTOCOL]) as sock:
+        assert sock.subprotocol == MSGPACK_SUBPROTOCOL
 
 
 def test_close_message_ends_the_session_with_1000(cartpole_url):
