@@ -51,23 +51,30 @@ from ..protocol import (
 )
 from ..protocol.mcp import SERVER_ERROR, error_response
 from .auth import token_from_env
+from .eager import Suspended
 from .execution import EnvCaller, Execution, HungCalls
 from .jsonrpc import unknown_session
 from .latency import BusyPoll
 from .metrics import Metrics
+from .native import NativeChannel
 from .options import ServeOptions
 from .routes import Opening, Route
 from .session import EnvHost
 from .source import EnvSource
 from .telemetry import Answer, Recorded, SessionTelemetry, telemetry_token
-from .transport import CONNECTION_LOST, Channel, next_frame
+from .transport import CONNECTION_LOST, LATER, Channel, next_frame
 
-__all__ = ["Server", "Held", "Reply"]
+__all__ = ["Server", "Held", "Reply", "AT_ONCE"]
 
 logger = logging.getLogger("openenv_gym.server")
 
 #: Sends one message to the session's peer.
 Reply = Callable[[ServerMessage], Awaitable[None]]
+
+#: The messages a channel that can answers in the callback that received them (:mod:`.eager`):
+#: those whose answers need no task of their own (MCP's requests may open a session, which
+#: registers the task that holds it).
+AT_ONCE = frozenset({"step", "reset", "state", "render"})
 
 #: Seconds one step of ending a session (closing its env, a last frame) may take.
 GOODBYE_TIMEOUT = 5.0
@@ -266,6 +273,7 @@ class Server:
             ) from None
         if frame is None:
             return None
+        assert not isinstance(frame, Suspended), "nothing is answered at once before the session opens"
         return parse_message(codec.decode(frame), route.opening, expected=True)
 
     @contextlib.asynccontextmanager
@@ -357,6 +365,10 @@ class Server:
         closing error (raised, for :meth:`hosting` to send): decode, parse, answer
         (:meth:`answerer`), reply.
 
+        A channel that can (the native listener's) begins the answers to the messages of
+        :data:`AT_ONCE` in the callback that received them (:mod:`.eager`), while this
+        task waits for the next frame: it then finishes only what had to wait.
+
         After each reply to a peer on this machine (but not in this process)
         whose env calls run inline, the loop busy-polls for the next message
         (see :class:`.latency.BusyPoll`).
@@ -366,21 +378,27 @@ class Server:
         local = client is not None and is_loopback(client[0]) and elsewhere
         counted = self.metrics.messages
         answered = self.answerer(session, route, codec)
-        while (frame := await next_frame(channel, codec)) is not None:
+        busy_poll = self.busy_poll
+
+        async def answer(frame: str | bytes, at_once: bool = False) -> Any:
+            """Answer one frame; whether the session goes on (:data:`LATER`: not answered,
+            a message ``at_once`` leaves to this task)."""
             message = None
             try:
                 decoded = codec.decode(frame)
                 message = route.parse(decoded)
+                if at_once and message.type not in AT_ONCE:
+                    return LATER
                 if isinstance(message, Close):
-                    return
+                    return False
                 counted[message.type] += 1
-                answer = await answered(message, decoded)
-                if answer is None:  # a JSON-RPC notification
-                    continue
+                response = await answered(message, decoded)
+                if response is None:  # a JSON-RPC notification
+                    return True
             except ProtocolError as exc:
                 if exc.code in CLOSING_ERRORS:
                     raise
-                answer = route.error_reply(exc)
+                response = route.error_reply(exc)
             except Exception as exc:  # noqa: BLE001 - a bug must not take the server down
                 logger.exception("session_failed id=%s", session.id)
                 raise ProtocolError(
@@ -389,15 +407,27 @@ class Server:
                     f"{repr(message.type) if message else 'a frame'}: "
                     f"{type(exc).__name__}: {exc}",
                 ) from exc
-            await reply(answer)
+            await reply(response)
             # Hold no reply while waiting for the next message: its arrays may be views an
             # env still owns (PettingZoo's state() of a pygame screen locks the screen while
             # a view of its pixels lives, and the next step draws on it).
-            del answer
+            del response
             if session.stop_reason is not None:  # the server is draining
-                return
+                return False
             if local and session.inline:
-                self.busy_poll.after_reply()
+                busy_poll.after_reply()
+            return True
+
+        if isinstance(channel, NativeChannel):
+            channel.answer_at_once = functools.partial(answer, at_once=True)
+        try:
+            while (frame := await next_frame(channel, codec)) is not None:
+                goes_on = await frame if isinstance(frame, Suspended) else await answer(frame)
+                if not goes_on:
+                    return
+        finally:
+            if isinstance(channel, NativeChannel):
+                channel.discard()
 
     # -- sessions that outlive their sockets ----------------------------------------
 

@@ -33,7 +33,7 @@ import logging
 import os
 import secrets
 import socket
-from collections.abc import Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
@@ -41,8 +41,9 @@ from starlette.datastructures import Headers, QueryParams
 
 from .._local import PROCESS_TOKEN
 from ..protocol import NATIVE_HEADER, PROCESS_HEADER, SUBPROTOCOLS
+from .eager import Suspended, begin
 from .logs import Throttled
-from .transport import CONNECTION_LOST
+from .transport import CONNECTION_LOST, ENDED, FAILED, LATER, SUSPENDED
 
 if TYPE_CHECKING:
     from .hosting import Server
@@ -90,7 +91,12 @@ class NativeChannel:
     """What :meth:`~.hosting.Server.serve_route` needs of a WebSocket connection (the
     handshake's scope, its query and headers, events in and out, the close), over one
     picows transport. The handshake is over when it exists: :meth:`accept` checks only
-    that the server chose what picows already answered."""
+    that the server chose what picows already answered.
+
+    A message that comes while the session's task waits for one, with none queued, is
+    answered at once in picows's callback by :attr:`answer_at_once` (see :mod:`.eager`):
+    no wake-up of the task, which gets only what has to wait (a :class:`~.eager.Suspended`
+    answer, a message the server answers on the task, the error that ends the session)."""
 
     def __init__(self, scope: dict, subprotocol: str | None) -> None:
         self.scope = scope
@@ -99,6 +105,10 @@ class NativeChannel:
         self.headers = Headers(scope=scope)
         self.transport: Any = None
         self.connection: Any = None
+        #: Set by the server while it serves the session's messages: begins the answer to a
+        #: frame (see :meth:`~.hosting.Server.serve_messages`), which returns
+        #: :data:`~.transport.LATER` for a message to answer on the task.
+        self.answer_at_once: Callable[[bytes | str], Coroutine[Any, Any, Any]] | None = None
         self._events: collections.deque[dict] = collections.deque()
         self._waiter: asyncio.Future | None = None
         self._read_paused = False
@@ -109,6 +119,34 @@ class NativeChannel:
         assert subprotocol == self.subprotocol, "the native handshake chose the subprotocol already"
 
     # -- events in ----------------------------------------------------------------
+
+    def receive(self, event: dict, frame: bytes | str) -> None:
+        """A message came (``event``, carrying ``frame``): answered at once when the
+        session's task waits for one and none is queued, else queued for the task."""
+        answer = self.answer_at_once
+        if answer is None or self._waiter is None or self._events or self._closed:
+            self.deliver(event)
+            return
+        try:
+            begun = begin(answer(frame))
+        except Exception as exc:  # noqa: BLE001 - it ends the session, on its task
+            self.deliver({"type": FAILED, "error": exc})
+            return
+        if isinstance(begun, Suspended):
+            self.deliver({"type": SUSPENDED, "rest": begun})
+        elif begun.value is LATER:
+            self.deliver(event)
+        elif not begun.value:
+            self.deliver({"type": ENDED})
+
+    def discard(self) -> None:
+        """Answer nothing more at once, and drop what is queued (the session is over): an
+        answer left suspended is closed."""
+        self.answer_at_once = None
+        while self._events:
+            event = self._events.popleft()
+            if event["type"] == SUSPENDED:
+                event["rest"].close()
 
     def deliver(self, event: dict) -> None:
         """Queue one event for :meth:`receive_event`; a peer whose messages pile up unread
@@ -249,9 +287,9 @@ if picows is not None:
                 except UnicodeDecodeError:
                     self._refuse(1007, "a text message that is not UTF-8")
                     return
-                self.channel.deliver({"type": "websocket.receive", "text": text})
+                self.channel.receive({"type": "websocket.receive", "text": text}, text)
             else:
-                self.channel.deliver({"type": "websocket.receive", "bytes": data})
+                self.channel.receive({"type": "websocket.receive", "bytes": data}, data)
 
         def _refuse(self, code: int, why: str) -> None:
             self.channel._closed = True

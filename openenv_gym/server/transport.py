@@ -20,10 +20,11 @@ from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIO
 
 from ..errors import ErrorCode, ProtocolError
 from ..protocol import CODECS, Codec
+from .eager import Suspended
 
 __all__ = [
     "Channel", "SessionEndpoint", "next_frame", "BackpressuredWebSocket", "GuardedHttp", "PendingConnections",
-    "CONNECTION_LOST",
+    "CONNECTION_LOST", "LATER", "SUSPENDED", "FAILED", "ENDED",
 ]
 
 #: The scope key under which an app may leave a callable for :class:`BackpressuredWebSocket`
@@ -197,19 +198,34 @@ class SessionEndpoint:
         await self.handler(Channel(scope, receive, send))
 
 
-async def next_frame(websocket: Channel, codec: Codec) -> str | bytes | None:
-    """The next frame of the kind ``codec`` reads, or ``None`` once the peer is gone.
+#: What an answer begun at once returns for a message it leaves to the session's task.
+LATER = object()
+#: The events a channel that answers at once (:class:`~.native.NativeChannel`) gives the
+#: session's task besides ASGI's: an answer to finish (``rest``, a
+#: :class:`~.eager.Suspended`), the exception an answer raised (``error``), the session's end.
+SUSPENDED, FAILED, ENDED = "openenv_gym.suspended", "openenv_gym.failed", "openenv_gym.ended"
+
+
+async def next_frame(websocket: Channel, codec: Codec) -> str | bytes | Suspended | None:
+    """The next frame of the kind ``codec`` reads (or the rest of an answer begun at
+    once, to await), or ``None`` once the peer is gone or the session is over.
 
     A frame of the other kind (binary on a JSON session, text on a msgpack
     one) ends the session with SESSION_ERROR, as OpenEnv does for binary
     frames; its message names the subprotocols of the codecs that send such frames.
+    An answer begun at once that raised raises here, on the session's task.
     """
     frame_key, other_key = ("bytes", "text") if codec.binary else ("text", "bytes")
     receive = websocket.receive_event
     while True:
         event = await receive()
-        if event["type"] == "websocket.disconnect":
+        kind = event["type"]
+        if kind == "websocket.disconnect" or kind == ENDED:
             return None
+        if kind == SUSPENDED:
+            return event["rest"]
+        if kind == FAILED:
+            raise event["error"]
         frame = event.get(frame_key)
         if frame is not None:
             return frame

@@ -1,0 +1,248 @@
+"""Answers begun in the callback that received the message (:mod:`openenv_gym.server.eager`),
+finished on the session's task only when they have to wait: the same replies, in the same
+order, whatever waits; what an answer raises ends the session on its task."""
+
+from __future__ import annotations
+
+import asyncio
+
+import gymnasium as gym
+import msgpack
+import numpy as np
+import pytest
+
+import openenv_gym
+from openenv_gym.errors import ErrorCode, ProtocolError
+from openenv_gym.protocol import MSGPACK_SUBPROTOCOL
+from openenv_gym.server.eager import Done, Suspended, begin
+from openenv_gym.server.native import NativeChannel, native_available
+from openenv_gym.server.transport import LATER, next_frame
+from tests.server.test_native import native_ws
+
+# -- begin and Suspended, alone --------------------------------------------------------
+
+
+def test_a_coroutine_that_never_waits_is_done_at_once():
+    async def answer():
+        return 42
+
+    assert begin(answer()) == Done(42)
+
+
+def test_what_a_coroutine_raises_before_it_waits_is_raised_by_begin():
+    async def failing():
+        raise ValueError("bad frame")
+
+    with pytest.raises(ValueError, match="bad frame"):
+        begin(failing())
+
+
+def test_the_rest_of_a_suspended_coroutine_runs_on_the_task_that_awaits_it():
+    steps = []
+
+    async def answer():
+        steps.append("begun")
+        await asyncio.sleep(0.01)
+        steps.append("finished")
+        return "reply"
+
+    async def main():
+        rest = begin(answer())
+        assert isinstance(rest, Suspended) and steps == ["begun"]
+        return await asyncio.get_running_loop().create_task(_await(rest))
+
+    assert asyncio.run(main()) == "reply" and steps == ["begun", "finished"]
+
+
+async def _await(rest: Suspended):
+    return await rest
+
+
+def test_a_failed_future_and_a_cancellation_reach_the_coroutine_where_it_waits():
+    seen = []
+
+    async def answer(future):
+        try:
+            return await future
+        except (ValueError, asyncio.CancelledError) as exc:
+            seen.append(type(exc).__name__)
+            raise
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        failing = loop.create_future()
+        task = loop.create_task(_await(begin(answer(failing))))
+        await asyncio.sleep(0)
+        failing.set_exception(ValueError("env failed"))
+        with pytest.raises(ValueError):
+            await task
+        task = loop.create_task(_await(begin(answer(loop.create_future()))))
+        await asyncio.sleep(0)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    assert seen == ["ValueError", "CancelledError"]
+
+
+def test_closing_what_was_left_suspended_runs_its_finally_blocks():
+    released = []
+
+    async def answer(future):
+        try:
+            await future
+        finally:
+            released.append(True)
+
+    async def main():
+        rest = begin(answer(asyncio.get_running_loop().create_future()))
+        assert isinstance(rest, Suspended)
+        rest.close()
+
+    asyncio.run(main())
+    assert released == [True]
+
+
+# -- the native channel ----------------------------------------------------------------
+
+
+def channel() -> NativeChannel:
+    return NativeChannel({"query_string": b"", "headers": [], "type": "websocket"}, MSGPACK_SUBPROTOCOL)
+
+
+def test_a_frame_is_answered_at_once_only_while_the_task_waits_with_nothing_queued():
+    async def main():
+        answered = []
+
+        async def answer(frame):
+            answered.append(frame)
+            return True
+
+        ch = channel()
+        ch.answer_at_once = answer
+        codec = openenv_gym.protocol.codec_for(MSGPACK_SUBPROTOCOL)
+        ch.receive({"type": "websocket.receive", "bytes": b"early"}, b"early")  # no task waits yet: queued
+        assert answered == [] and await next_frame(ch, codec) == b"early"
+        waiting = asyncio.ensure_future(next_frame(ch, codec))
+        await asyncio.sleep(0)
+        ch.receive({"type": "websocket.receive", "bytes": b"now"}, b"now")
+        assert answered == [b"now"] and not waiting.done()
+        ch.deliver({"type": "websocket.disconnect"})
+        assert await waiting is None
+
+    asyncio.run(main())
+
+
+def test_a_message_left_for_later_an_error_and_an_end_go_to_the_task():
+    async def main():
+        codec = openenv_gym.protocol.codec_for(MSGPACK_SUBPROTOCOL)
+        outcomes = iter([LATER, ProtocolError(ErrorCode.SESSION_ERROR, "the session broke"), False])
+
+        async def answer(frame):
+            outcome = next(outcomes)
+            if isinstance(outcome, Exception):
+                raise outcome
+            return outcome
+
+        ch = channel()
+        ch.answer_at_once = answer
+        results = []
+        for frame in (b"mcp", b"step", b"close"):
+            waiting = asyncio.ensure_future(next_frame(ch, codec))
+            await asyncio.sleep(0)
+            ch.receive({"type": "websocket.receive", "bytes": frame}, frame)
+            try:
+                results.append(await waiting)
+            except ProtocolError as exc:
+                results.append(exc.code)
+        assert results == [b"mcp", ErrorCode.SESSION_ERROR, None]
+
+    asyncio.run(main())
+
+
+def test_a_suspended_answer_is_handed_to_the_task_and_closed_if_the_session_ends_first():
+    async def main():
+        codec = openenv_gym.protocol.codec_for(MSGPACK_SUBPROTOCOL)
+        released = []
+
+        async def answer(frame):
+            try:
+                await asyncio.get_running_loop().create_future()
+            finally:
+                released.append(frame)
+
+        ch = channel()
+        ch.answer_at_once = answer
+        waiting = asyncio.ensure_future(next_frame(ch, codec))
+        await asyncio.sleep(0)
+        ch.receive({"type": "websocket.receive", "bytes": b"slow"}, b"slow")
+        rest = await waiting
+        assert isinstance(rest, Suspended) and released == []  # the task awaits it from here
+        ch.receive({"type": "websocket.receive", "bytes": b"next"}, b"next")  # no task waits: queued
+        left = begin(answer(b"left"))
+        ch.deliver({"type": "openenv_gym.suspended", "rest": left})
+        ch.discard()  # the session ends: the queued frame dropped, the answer left behind closed
+        assert released == [b"left"] and ch.answer_at_once is None and not ch._events
+        rest.close()
+
+    asyncio.run(main())
+
+
+# -- on a real server --------------------------------------------------------------------
+
+needs_native = pytest.mark.skipif(not native_available(), reason="picows is not installed")
+
+
+def steps_of_the_local_env(actions):
+    env = gym.make("CartPole-v1")
+    obs, _ = env.reset(seed=5)
+    observations = [obs]
+    for action in actions:
+        obs, _, terminated, truncated, _ = env.step(action)
+        observations.append(obs)
+        if terminated or truncated:
+            break
+    return observations
+
+
+@needs_native
+@pytest.mark.parametrize("execution", ["inline", "thread", "auto"])
+def test_pipelined_steps_are_answered_in_order_whether_or_not_they_wait(execution):
+    """Thirty steps sent before any reply is read: on the thread every answer waits and is
+    finished on the task (the later frames queue behind it); inline none waits; under
+    ``auto`` the session moves from the thread to inline midway. The replies are the local
+    env's, in order."""
+    actions = [i % 2 for i in range(30)]
+    expected = steps_of_the_local_env(actions)
+    with openenv_gym.local_server("CartPole-v1", execution=execution) as url:
+        with native_ws(url, subprotocols=[MSGPACK_SUBPROTOCOL]) as sock:
+            sock.send(msgpack.packb({"type": "reset", "data": {"seed": 5}}))
+            for action in actions[: len(expected) - 1]:
+                sock.send(msgpack.packb({"type": "step", "data": {"action": action}}))
+            replies = [msgpack.unpackb(sock.recv(timeout=10), ext_hook=_ext) for _ in expected]
+    got = [reply["data"]["observation"]["obs"] for reply in replies]
+    assert [reply["type"] for reply in replies] == ["observation"] * len(expected)
+    np.testing.assert_array_equal(np.stack(got), np.stack(expected))
+
+
+def _ext(code, payload):
+    from openenv_gym.protocol import MsgpackCodec
+
+    return MsgpackCodec()._ext_hook(code, payload)
+
+
+@needs_native
+def test_a_refused_message_answered_at_once_leaves_the_session_stepping():
+    with openenv_gym.local_server("CartPole-v1", execution="inline") as url:
+        with native_ws(url, subprotocols=[MSGPACK_SUBPROTOCOL]) as sock:
+            sock.send(msgpack.packb({"type": "reset", "data": {"seed": 0}}))
+            assert msgpack.unpackb(sock.recv(timeout=10), ext_hook=_ext)["type"] == "observation"
+            sock.send(msgpack.packb({"type": "step", "data": {"action": 7}}))
+            error = msgpack.unpackb(sock.recv(timeout=10), ext_hook=_ext)
+            assert error["type"] == "error" and error["data"]["code"] == "VALIDATION_ERROR"
+            sock.send(b"\xc1 not msgpack")
+            error = msgpack.unpackb(sock.recv(timeout=10), ext_hook=_ext)
+            assert error["data"]["code"] == "INVALID_JSON"
+            sock.send(msgpack.packb({"type": "step", "data": {"action": 1}}))
+            assert msgpack.unpackb(sock.recv(timeout=10), ext_hook=_ext)["type"] == "observation"
