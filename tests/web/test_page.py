@@ -122,10 +122,14 @@ def test_pendulum_steps_when_its_slider_moves(browser: Any) -> None:
         slider = element(browser, "#controls input.slider")
         assert (slider.get_attribute("min"), slider.get_attribute("max")) == ("-2", "2")
         slider.send_keys(Keys.ARROW_RIGHT)
-        wait_until(lambda: text_of(browser, "#step") == "1", what="the slider's step")
+        wait_until(lambda: text_of(browser, "#stats #step") == "1", what="the slider's step")
         assert float(slider.get_attribute("value")) > 0
         wait_until(lambda: pixels(browser) != first, what="the new frame")
         assert float(text_of(browser, "#reward")) < 0  # Pendulum's cost
+        step = element(browser, "#controls #step-button")
+        assert step.text == "Step" and len(elements(browser, "[id=step]")) == 1  # the count is not written on it
+        step.click()
+        wait_until(lambda: text_of(browser, "#stats #step") == "2", what="the Step button's step")
 
 
 def test_with_a_token_the_page_works_only_once_it_is_given(browser: Any) -> None:

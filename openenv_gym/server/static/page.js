@@ -131,7 +131,7 @@ function buildControls(control) {
     });
     const button = document.createElement("button");
     button.type = "button";
-    button.id = "step";
+    button.id = "step-button";  // not "step": that is the step count's cell
     button.textContent = "Step";
     button.addEventListener("click", () => play(sliderAction()));
     box.append(button);
@@ -312,7 +312,7 @@ function show(update) {
     const action = Number(button.dataset.action);
     button.disabled = update.done || (update.legal !== null && !update.legal.includes(action));
   }
-  for (const input of document.querySelectorAll("#controls .slider, #step")) input.disabled = update.done;
+  for (const input of document.querySelectorAll("#controls .slider, #step-button")) input.disabled = update.done;
   if (update.frame_error) {
     $("no-frame").textContent = "The env's frame failed: " + update.frame_error;
     $("no-frame").hidden = false;
