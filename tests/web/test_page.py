@@ -58,6 +58,16 @@ def text_of(driver: Any, css: str) -> str:
     return driver.execute_script("return document.querySelector(arguments[0]).textContent", css)
 
 
+def points(driver: Any) -> int:
+    """The pixels of the returns plot in its colour (#2a7): 16 a point, an episode's return."""
+    return driver.execute_script("""
+        const canvas = document.getElementById("returns");
+        const data = canvas.getContext("2d").getImageData(0, 0, canvas.width, canvas.height).data;
+        let n = 0;
+        for (let i = 0; i < data.length; i += 4) if (data[i] === 34 && data[i + 1] === 170 && data[i + 2] === 119) n++;
+        return n;""")
+
+
 def open_page(driver: Any, url: str, name: str) -> None:
     driver.get(f"{url}/web/")
     wait_until(lambda: text_of(driver, "#name") == name, what=f"the page of {name}")
@@ -86,6 +96,34 @@ def test_cartpole_shows_its_frame_and_a_click_changes_it(browser: Any) -> None:
         assert pixels(browser) != first
         assert "pole angle" in text_of(browser, "#text") and text_of(browser, "#return") == "3"
         screenshot(browser, "cartpole")
+
+
+def test_keys_play_the_actions_they_name_and_the_returns_are_plotted(browser: Any) -> None:
+    import re
+
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+
+    def velocity() -> float:
+        return float(re.search(r"cart velocity: (\S+)", text_of(browser, "#text")).group(1))
+
+    with openenv_gym.local_server("CartPole-v1", web=True) as url:
+        open_page(browser, url, "CartPole-v1")
+        reset(browser)
+        browser.execute_script("document.activeElement.blur()")
+        before = velocity()
+        for step, key, push in ((1, Keys.ARROW_RIGHT, 1), (2, Keys.ARROW_LEFT, -1), (3, "1", 1)):  # 1: action 1, right
+            ActionChains(browser).send_keys(key).perform()
+            wait_until(lambda step=step: text_of(browser, "#stats #step") == str(step), what=f"the key of step {step}")
+            after = velocity()
+            assert (after - before) * push > 0.1, (key, before, after)  # a push changes the velocity by ~0.2
+            before = after
+        assert text_of(browser, "#episodes") == "0" and points(browser) == 0
+        element(browser, "#run").click()
+        wait_until(lambda: int(text_of(browser, "#episodes")) >= 3, what="three episodes of random actions")
+        element(browser, "#run").click()
+        assert "steps/s" in text_of(browser, "#fps")
+        assert points(browser) >= 3 * 4  # a 4x4 point per episode at least (more of the line between them)
 
 
 def test_tictactoe_plays_a_clicked_cell_and_the_opponent_answers(browser: Any) -> None:
