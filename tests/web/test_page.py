@@ -190,6 +190,12 @@ def test_with_a_token_the_page_works_only_once_it_is_given(browser: Any) -> None
         reset(browser)  # the socket took the token from the page's cookie
         element(browser, "#controls button.action[data-action='0']").click()
         wait_until(lambda: text_of(browser, "#step") == "1", what="a step with the token")
+        browser.refresh()  # asked once: the tab keeps it
+        wait_until(lambda: text_of(browser, "#name") == "CartPole-v1", what="the page, reloaded")
+        assert not element(browser, "#token-form").is_displayed()
+        wait_until(lambda: text_of(browser, "#stats #step") == "1", what="the episode, seen again with the token")
+        element(browser, "#controls button.action[data-action='1']").click()
+        wait_until(lambda: text_of(browser, "#stats #step") == "2", what="a step after the reload")
         browser.execute_script("sessionStorage.clear()")
         browser.delete_all_cookies()
 
