@@ -126,6 +126,31 @@ def test_keys_play_the_actions_they_name_and_the_returns_are_plotted(browser: An
         assert points(browser) >= 3 * 4  # a 4x4 point per episode at least (more of the line between them)
 
 
+def test_an_action_mask_disables_buttons_and_keys(browser: Any) -> None:
+    """Taxi says its legal moves in ``info["action_mask"]``; its arrows are compass points."""
+    import time
+
+    import httpx
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+
+    with openenv_gym.local_server("Taxi-v4", web=True) as url:
+        open_page(browser, url, "Taxi-v4")
+        element(browser, "#seed").send_keys("0")
+        reset(browser)
+        mask = gym.make("Taxi-v4").reset(seed=0)[1]["action_mask"]
+        buttons = {button.text: button for button in elements(browser, "#controls button.action")}
+        assert list(buttons) == ["south", "north", "east", "west", "pickup", "dropoff"]
+        assert [button.is_enabled() for button in buttons.values()] == [bool(m) for m in mask]
+        assert mask[0] and not mask[2]  # seed 0: south is legal, east is not
+        browser.execute_script("document.activeElement.blur()")
+        ActionChains(browser).send_keys(Keys.ARROW_RIGHT).send_keys(Keys.ARROW_DOWN).perform()  # east, south
+        wait_until(lambda: text_of(browser, "#stats #step") == "1", what="the legal key's step")
+        time.sleep(0.5)  # long enough for a second step to show, had east been sent
+        assert text_of(browser, "#stats #step") == "1"
+        assert httpx.get(f"{url}/web/state").json()["step_count"] == 1
+
+
 def test_tictactoe_plays_a_clicked_cell_and_the_opponent_answers(browser: Any) -> None:
     with openenv_gym.local_server("pettingzoo.classic.tictactoe_v3", web=True) as url:
         open_page(browser, url, "tictactoe_v3")

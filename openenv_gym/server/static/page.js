@@ -4,10 +4,11 @@
 
 const TOKEN_KEY = "openenv-gym-token";
 const TOKEN_COOKIE = "openenv_gym_token";
-// Keys and the action names they play, for the common arrow and space mappings.
+// Keys and the action names they play, for the common arrow and space mappings (Taxi's
+// actions are compass points).
 const KEYS = {
-  ArrowLeft: ["left"], ArrowRight: ["right"], ArrowUp: ["up", "fire"], ArrowDown: ["down"],
-  " ": ["fire", "noop", "stay", "stick"],
+  ArrowLeft: ["left", "west"], ArrowRight: ["right", "east"], ArrowUp: ["up", "north", "fire"],
+  ArrowDown: ["down", "south"], " ": ["fire", "noop", "stay", "stick"],
 };
 
 const page = {
@@ -252,6 +253,8 @@ function command(message) {
 
 function play(action) {
   if (action === null || page.over) return;
+  // A key may name an action the env's mask forbids, as a disabled button does.
+  if (page.legal !== null && typeof action === "number" && !page.legal.includes(action)) return;
   command({ type: "step", action: { [page.about.control.field || "action"]: action } });
 }
 
