@@ -87,6 +87,9 @@ def test_cartpole_shows_its_frame_and_a_click_changes_it(browser: Any) -> None:
         assert "keep a pole balanced" in text_of(browser, "#instructions")
         element(browser, "#seed").send_keys("0")
         reset(browser)
+        seeded = gym.make("CartPole-v1").reset(seed=0)[0]  # the seed reached the env
+        values = [float(line.split(":")[1].split()[0]) for line in text_of(browser, "#text").splitlines()]
+        assert values == pytest.approx(seeded.tolist(), abs=1e-3)
         assert element(browser, "#frame").is_displayed() and not element(browser, "#no-frame").is_displayed()
         first, shown = pixels(browser), frames(browser)
         for step in range(1, 4):
