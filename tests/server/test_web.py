@@ -262,8 +262,10 @@ def test_a_token_guards_every_route_but_the_pages_files() -> None:
         assert httpx.get(f"{url}/web/about", headers=headers).status_code == 200
         ws = url.replace("http", "ws")
 
-        async def handshake(path: str, cookie: str | None) -> bool:
+        async def handshake(path: str, cookie: str | None, origin: str | None = None) -> bool:
             extra = {"Cookie": cookie} if cookie else {}
+            if origin:
+                extra["Origin"] = origin
             try:
                 async with websockets.connect(f"{ws}{path}", additional_headers=extra) as socket:
                     await socket.send(json.dumps({"type": "reset"}))
@@ -276,6 +278,12 @@ def test_a_token_guards_every_route_but_the_pages_files() -> None:
         assert not asyncio.run(handshake("/web/live", "openenv_gym_token=wrong"))
         assert asyncio.run(handshake("/web/live", "a=b; openenv_gym_token=s3cr%3Bet"))
         assert not asyncio.run(handshake("/ws", "openenv_gym_token=s3cr%3Bet"))  # only the page's sockets read it
+        # A browser sends the cookie from a page of any port of the host: only the server's own page's counts.
+        assert asyncio.run(handshake("/web/live", "openenv_gym_token=s3cr%3Bet", url))
+        elsewhere = url.rsplit(":", 1)[0] + ":1"
+        for origin in (elsewhere, "http://evil.example", "null"):
+            assert not asyncio.run(handshake("/web/live", "openenv_gym_token=s3cr%3Bet", origin)), origin
+            assert not asyncio.run(handshake("/ws/ui", "openenv_gym_token=s3cr%3Bet", origin)), origin
 
 
 def test_the_web_interface_is_off_unless_asked(monkeypatch: pytest.MonkeyPatch) -> None:
