@@ -216,6 +216,9 @@ def test_with_a_token_the_page_works_only_once_it_is_given(browser: Any) -> None
         element(browser, "#token-form button").click()
         wait_until(lambda: text_of(browser, "#name") == "CartPole-v1", what="the page after the token")
         reset(browser)  # the socket took the token from the page's cookie
+        cookies = browser.execute_cdp_cmd("Network.getAllCookies", {})["cookies"]
+        [cookie] = [cookie for cookie in cookies if cookie["name"] == "openenv_gym_token"]
+        assert cookie["path"] == "/web/live" and cookie["sameSite"] == "Strict"  # sent to no other route
         element(browser, "#controls button.action[data-action='0']").click()
         wait_until(lambda: text_of(browser, "#step") == "1", what="a step with the token")
         browser.refresh()  # asked once: the tab keeps it
@@ -225,7 +228,7 @@ def test_with_a_token_the_page_works_only_once_it_is_given(browser: Any) -> None
         element(browser, "#controls button.action[data-action='1']").click()
         wait_until(lambda: text_of(browser, "#stats #step") == "2", what="a step after the reload")
         browser.execute_script("sessionStorage.clear()")
-        browser.delete_all_cookies()
+        browser.execute_cdp_cmd("Network.clearBrowserCookies", {})  # all paths, not only the page's
 
 
 def test_the_validation_tab_shows_the_report(browser: Any, tmp_path: Path) -> None:

@@ -226,10 +226,12 @@ function randomAction() {
 // -- the socket ------------------------------------------------------------------------------
 
 function connect() {
-  if (page.token) {
-    document.cookie = TOKEN_COOKIE + "=" + encodeURIComponent(page.token) + "; path=/; SameSite=Strict";
-  }
   const url = new URL("live", location.href);
+  if (page.token) {
+    // Sent on this socket's handshake only (a browser sends a host's cookies to all its ports).
+    document.cookie = TOKEN_COOKIE + "=" + encodeURIComponent(page.token) + "; path=" + url.pathname +
+                      "; SameSite=Strict" + (location.protocol === "https:" ? "; Secure" : "");
+  }
   url.protocol = location.protocol === "https:" ? "wss:" : "ws:";
   const socket = new WebSocket(url);
   socket.binaryType = "blob";
