@@ -10,6 +10,11 @@ The web interface's page (:mod:`.web`) is open too (its files hold no env data);
 asks for the token once and sends it on its requests. A browser cannot put a header on a
 WebSocket handshake, so the page's sockets (``/web/live``, ``/ws/ui``) also take the token
 from the same-site cookie :data:`TOKEN_COOKIE` the page sets (URL-encoded); no other route reads it.
+A browser sends a site's cookies to all of its ports, and a page of any origin may open a
+WebSocket, so the cookie counts only on a handshake from the server's own page: one whose
+``Origin``, when it has one (every browser's has), names the host it was sent to (``Host``,
+or ``X-Forwarded-Host`` behind a proxy). A page elsewhere on the same host cannot play with
+the token it holds.
 
     >>> app = create_app("CartPole-v1", token="s3cret")        # doctest: +SKIP
     >>> RemoteEnv(url, token="s3cret")                          # doctest: +SKIP
@@ -22,7 +27,7 @@ import hmac
 import json
 import logging
 import os
-from urllib.parse import unquote_to_bytes
+from urllib.parse import unquote_to_bytes, urlsplit
 
 from .logs import Throttled
 
@@ -41,6 +46,25 @@ logger = logging.getLogger("openenv_gym.server")
 def token_from_env() -> str | None:
     """The token in :data:`TOKEN_ENV_VAR`, or ``None`` when unset or empty."""
     return os.environ.get(TOKEN_ENV_VAR) or None
+
+
+def _same_origin(headers) -> bool:
+    """Whether a handshake comes from a page of the host it was sent to: its ``Origin`` (a
+    browser's always has one) names ``Host`` or ``X-Forwarded-Host``; no ``Origin``, no browser.
+
+        >>> _same_origin([(b"host", b"127.0.0.1:8000"), (b"origin", b"http://127.0.0.1:8000")])
+        True
+        >>> _same_origin([(b"host", b"127.0.0.1:8000"), (b"origin", b"http://127.0.0.1:9000")])
+        False
+        >>> _same_origin([(b"host", b"10.0.0.5:8000"), (b"x-forwarded-host", b"me.hf.space"),
+        ...               (b"origin", b"https://me.hf.space")])
+        True
+    """
+    origins = [value for name, value in headers if name == b"origin"]
+    if not origins:
+        return True
+    hosts = {value.decode("latin-1").lower() for name, value in headers if name in (b"host", b"x-forwarded-host")}
+    return len(origins) == 1 and urlsplit(origins[0].decode("latin-1")).netloc.lower() in hosts
 
 
 class TokenAuth:
@@ -63,10 +87,11 @@ class TokenAuth:
 
     def _authorized(self, scope) -> bool:
         cookies = scope["type"] == "websocket" and scope.get("path") in self._cookie_paths
-        for name, value in scope.get("headers") or ():
+        headers = scope.get("headers") or ()
+        for name, value in headers:
             if name == b"authorization" and hmac.compare_digest(value, self._expected):
                 return True
-            if cookies and name == b"cookie":
+            if cookies and name == b"cookie" and _same_origin(headers):
                 for cookie in value.split(b";"):
                     name, _, quoted = cookie.strip().partition(b"=")
                     if name == TOKEN_COOKIE.encode() and hmac.compare_digest(unquote_to_bytes(quoted), self._token):

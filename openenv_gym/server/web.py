@@ -185,8 +185,11 @@ class WebInterface:
         self.episodes = 0
         #: Whether a frame failed (logged once).
         self._frame_failed = False
-        #: The last update the page got (sent to a page that connects).
+        #: The last update a page got (sent to a page that connects), or ``None`` when no page
+        #: followed the latest reply (a page that connects then gets it made from ``_reply``).
         self._update: list[str | bytes] | None = None
+        #: The latest reply's data and whether it was a reset's.
+        self._reply: tuple[dict[str, Any], bool] | None = None
 
     # -- the session ----------------------------------------------------------------------
 
@@ -199,6 +202,7 @@ class WebInterface:
             found = await self.server.open_session()
             self._session_id = found.id
             self._episode = page.episode_state(None)
+            self._update, self._reply = None, None
         assert isinstance(found, Session)
         return found
 
@@ -264,10 +268,12 @@ class WebInterface:
 
     async def _publish(self, session: Session, data: dict[str, Any], *, reset: bool) -> None:
         pages = [viewer for viewer in self._viewers if not viewer.upstream]
-        if pages:
-            self._update = await self._page_update(session, data, reset=reset)
-            for viewer in pages:
-                viewer.offer(self._update)
+        self._reply = (data, reset)
+        # Without a page following, the update (and its frame) is made when one connects.
+        self._update = await self._page_update(session, data, reset=reset) if pages else None
+        for viewer in pages:
+            assert self._update is not None
+            viewer.offer(self._update)
         if any(viewer.upstream for viewer in self._viewers):
             message: list[str | bytes] = [self._state_update()]
             for viewer in self._viewers:
@@ -315,11 +321,9 @@ class WebInterface:
         closes; the page's sends reset and step."""
         await websocket.accept()
         viewer = _Viewer(websocket, upstream=upstream)
-        self._viewers.add(viewer)
-        if upstream:
-            viewer.offer([self._state_update()])
-        else:  # where the episode stands, or that none has started
-            viewer.offer(self._update or [page.WAITING])
+        async with self._lock:  # no reset or step between the first message and the next ones
+            viewer.offer([self._state_update()] if upstream else await self._latest())
+            self._viewers.add(viewer)
         pump = asyncio.ensure_future(viewer.pump())
         try:
             await self._commands(websocket, viewer, pump)
@@ -328,6 +332,18 @@ class WebInterface:
             pump.cancel()
             with contextlib.suppress(BaseException):
                 await pump
+
+    async def _latest(self) -> list[str | bytes]:
+        """Where the episode stands, for a page that connects (its first message): the last
+        update, made now when the latest reply came with no page following (a tool posting to
+        ``/web/step``), or ``waiting`` when no episode has started or its session is gone."""
+        found = self.server.find_session(self._session_id) if self._session_id else None
+        if not isinstance(found, Session) or self._reply is None:
+            return [page.WAITING]
+        if self._update is None:
+            data, reset = self._reply
+            self._update = await self._page_update(found, data, reset=reset)
+        return self._update
 
     async def _commands(self, websocket: WebSocket, viewer: _Viewer, pump: asyncio.Future) -> None:
         limits = self.server.options.limits

@@ -142,6 +142,25 @@ def test_the_live_socket_steps_and_sends_png_frames(cartpole: str) -> None:
     assert reset_frame[:8] == step_frame[:8] == b"\x89PNG\r\n\x1a\n" and reset_frame != step_frame
 
 
+def test_a_page_that_connects_after_a_tool_played_sees_where_the_episode_stands() -> None:
+    async def first(url: str) -> tuple[dict, bytes | None]:
+        async with websockets.connect(f"{url.replace('http', 'ws')}/web/live", max_size=None) as socket:
+            update = json.loads(await socket.recv())
+            return update, (await socket.recv() if update.get("frame") else None)
+
+    with openenv_gym.local_server("CartPole-v1", web=True) as url:
+        assert asyncio.run(asyncio.wait_for(first(url), 30))[0] == {"type": "waiting"}
+        httpx.post(f"{url}/web/reset", json={"seed": 0})
+        shown, frame = asyncio.run(asyncio.wait_for(first(url), 30))  # a page followed the reset ...
+        assert shown["step"] == 0 and frame is not None
+        for _ in range(3):  # ... and none these steps, posted by a tool
+            reply = httpx.post(f"{url}/web/step", json={"action": {"action": 1}}).json()
+        update, frame = asyncio.run(asyncio.wait_for(first(url), 30))
+        assert update["type"] == "update" and update["step"] == 3 and update["return"] == 3.0
+        assert update["text"] == reply["observation"]["text"] and not update["reset"]
+        assert frame is not None and frame[:4] == b"\x89PNG"
+
+
 @pytest.mark.parametrize(
     ("command", "said"),
     [
@@ -178,6 +197,10 @@ def test_an_oversize_command_closes_the_socket_with_1009() -> None:
                 return closed.value.rcvd.code if closed.value.rcvd else None
 
         assert asyncio.run(asyncio.wait_for(oversize(), 30)) == 1009
+        body = json.dumps({"action": {"action": 1}, "pad": "x" * 5000})
+        for route in ("/web/reset", "/web/step"):  # the HTTP routes take the same limit
+            refused = httpx.post(f"{url}{route}", content=body, headers={"Content-Type": "application/json"})
+            assert refused.status_code == 413 and "exceeds the limit of 4096 bytes" in refused.text, route
         assert httpx.post(f"{url}/web/reset", json={}).status_code == 200  # the server goes on
 
 
@@ -239,8 +262,10 @@ def test_a_token_guards_every_route_but_the_pages_files() -> None:
         assert httpx.get(f"{url}/web/about", headers=headers).status_code == 200
         ws = url.replace("http", "ws")
 
-        async def handshake(path: str, cookie: str | None) -> bool:
+        async def handshake(path: str, cookie: str | None, origin: str | None = None) -> bool:
             extra = {"Cookie": cookie} if cookie else {}
+            if origin:
+                extra["Origin"] = origin
             try:
                 async with websockets.connect(f"{ws}{path}", additional_headers=extra) as socket:
                     await socket.send(json.dumps({"type": "reset"}))
@@ -253,6 +278,12 @@ def test_a_token_guards_every_route_but_the_pages_files() -> None:
         assert not asyncio.run(handshake("/web/live", "openenv_gym_token=wrong"))
         assert asyncio.run(handshake("/web/live", "a=b; openenv_gym_token=s3cr%3Bet"))
         assert not asyncio.run(handshake("/ws", "openenv_gym_token=s3cr%3Bet"))  # only the page's sockets read it
+        # A browser sends the cookie from a page of any port of the host: only the server's own page's counts.
+        assert asyncio.run(handshake("/web/live", "openenv_gym_token=s3cr%3Bet", url))
+        elsewhere = url.rsplit(":", 1)[0] + ":1"
+        for origin in (elsewhere, "http://evil.example", "null"):
+            assert not asyncio.run(handshake("/web/live", "openenv_gym_token=s3cr%3Bet", origin)), origin
+            assert not asyncio.run(handshake("/ws/ui", "openenv_gym_token=s3cr%3Bet", origin)), origin
 
 
 def test_the_web_interface_is_off_unless_asked(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -58,6 +58,16 @@ def text_of(driver: Any, css: str) -> str:
     return driver.execute_script("return document.querySelector(arguments[0]).textContent", css)
 
 
+def points(driver: Any) -> int:
+    """The pixels of the returns plot in its colour (#2a7): 16 a point, an episode's return."""
+    return driver.execute_script("""
+        const canvas = document.getElementById("returns");
+        const data = canvas.getContext("2d").getImageData(0, 0, canvas.width, canvas.height).data;
+        let n = 0;
+        for (let i = 0; i < data.length; i += 4) if (data[i] === 34 && data[i + 1] === 170 && data[i + 2] === 119) n++;
+        return n;""")
+
+
 def open_page(driver: Any, url: str, name: str) -> None:
     driver.get(f"{url}/web/")
     wait_until(lambda: text_of(driver, "#name") == name, what=f"the page of {name}")
@@ -77,6 +87,9 @@ def test_cartpole_shows_its_frame_and_a_click_changes_it(browser: Any) -> None:
         assert "keep a pole balanced" in text_of(browser, "#instructions")
         element(browser, "#seed").send_keys("0")
         reset(browser)
+        seeded = gym.make("CartPole-v1").reset(seed=0)[0]  # the seed reached the env
+        values = [float(line.split(":")[1].split()[0]) for line in text_of(browser, "#text").splitlines()]
+        assert values == pytest.approx(seeded.tolist(), abs=1e-3)
         assert element(browser, "#frame").is_displayed() and not element(browser, "#no-frame").is_displayed()
         first, shown = pixels(browser), frames(browser)
         for step in range(1, 4):
@@ -86,6 +99,59 @@ def test_cartpole_shows_its_frame_and_a_click_changes_it(browser: Any) -> None:
         assert pixels(browser) != first
         assert "pole angle" in text_of(browser, "#text") and text_of(browser, "#return") == "3"
         screenshot(browser, "cartpole")
+
+
+def test_keys_play_the_actions_they_name_and_the_returns_are_plotted(browser: Any) -> None:
+    import re
+
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+
+    def velocity() -> float:
+        return float(re.search(r"cart velocity: (\S+)", text_of(browser, "#text")).group(1))
+
+    with openenv_gym.local_server("CartPole-v1", web=True) as url:
+        open_page(browser, url, "CartPole-v1")
+        reset(browser)
+        browser.execute_script("document.activeElement.blur()")
+        before = velocity()
+        for step, key, push in ((1, Keys.ARROW_RIGHT, 1), (2, Keys.ARROW_LEFT, -1), (3, "1", 1)):  # 1: action 1, right
+            ActionChains(browser).send_keys(key).perform()
+            wait_until(lambda step=step: text_of(browser, "#stats #step") == str(step), what=f"the key of step {step}")
+            after = velocity()
+            assert (after - before) * push > 0.1, (key, before, after)  # a push changes the velocity by ~0.2
+            before = after
+        assert text_of(browser, "#episodes") == "0" and points(browser) == 0
+        element(browser, "#run").click()
+        wait_until(lambda: int(text_of(browser, "#episodes")) >= 3, what="three episodes of random actions")
+        element(browser, "#run").click()
+        assert "steps/s" in text_of(browser, "#fps")
+        assert points(browser) >= 3 * 4  # a 4x4 point per episode at least (more of the line between them)
+
+
+def test_an_action_mask_disables_buttons_and_keys(browser: Any) -> None:
+    """Taxi says its legal moves in ``info["action_mask"]``; its arrows are compass points."""
+    import time
+
+    import httpx
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+
+    with openenv_gym.local_server("Taxi-v4", web=True) as url:
+        open_page(browser, url, "Taxi-v4")
+        element(browser, "#seed").send_keys("0")
+        reset(browser)
+        mask = gym.make("Taxi-v4").reset(seed=0)[1]["action_mask"]
+        buttons = {button.text: button for button in elements(browser, "#controls button.action")}
+        assert list(buttons) == ["south", "north", "east", "west", "pickup", "dropoff"]
+        assert [button.is_enabled() for button in buttons.values()] == [bool(m) for m in mask]
+        assert mask[0] and not mask[2]  # seed 0: south is legal, east is not
+        browser.execute_script("document.activeElement.blur()")
+        ActionChains(browser).send_keys(Keys.ARROW_RIGHT).send_keys(Keys.ARROW_DOWN).perform()  # east, south
+        wait_until(lambda: text_of(browser, "#stats #step") == "1", what="the legal key's step")
+        time.sleep(0.5)  # long enough for a second step to show, had east been sent
+        assert text_of(browser, "#stats #step") == "1"
+        assert httpx.get(f"{url}/web/state").json()["step_count"] == 1
 
 
 def test_tictactoe_plays_a_clicked_cell_and_the_opponent_answers(browser: Any) -> None:
@@ -122,10 +188,14 @@ def test_pendulum_steps_when_its_slider_moves(browser: Any) -> None:
         slider = element(browser, "#controls input.slider")
         assert (slider.get_attribute("min"), slider.get_attribute("max")) == ("-2", "2")
         slider.send_keys(Keys.ARROW_RIGHT)
-        wait_until(lambda: text_of(browser, "#step") == "1", what="the slider's step")
+        wait_until(lambda: text_of(browser, "#stats #step") == "1", what="the slider's step")
         assert float(slider.get_attribute("value")) > 0
         wait_until(lambda: pixels(browser) != first, what="the new frame")
         assert float(text_of(browser, "#reward")) < 0  # Pendulum's cost
+        step = element(browser, "#controls #step-button")
+        assert step.text == "Step" and len(elements(browser, "[id=step]")) == 1  # the count is not written on it
+        step.click()
+        wait_until(lambda: text_of(browser, "#stats #step") == "2", what="the Step button's step")
 
 
 def test_with_a_token_the_page_works_only_once_it_is_given(browser: Any) -> None:
@@ -146,10 +216,19 @@ def test_with_a_token_the_page_works_only_once_it_is_given(browser: Any) -> None
         element(browser, "#token-form button").click()
         wait_until(lambda: text_of(browser, "#name") == "CartPole-v1", what="the page after the token")
         reset(browser)  # the socket took the token from the page's cookie
+        cookies = browser.execute_cdp_cmd("Network.getAllCookies", {})["cookies"]
+        [cookie] = [cookie for cookie in cookies if cookie["name"] == "openenv_gym_token"]
+        assert cookie["path"] == "/web/live" and cookie["sameSite"] == "Strict"  # sent to no other route
         element(browser, "#controls button.action[data-action='0']").click()
         wait_until(lambda: text_of(browser, "#step") == "1", what="a step with the token")
+        browser.refresh()  # asked once: the tab keeps it
+        wait_until(lambda: text_of(browser, "#name") == "CartPole-v1", what="the page, reloaded")
+        assert not element(browser, "#token-form").is_displayed()
+        wait_until(lambda: text_of(browser, "#stats #step") == "1", what="the episode, seen again with the token")
+        element(browser, "#controls button.action[data-action='1']").click()
+        wait_until(lambda: text_of(browser, "#stats #step") == "2", what="a step after the reload")
         browser.execute_script("sessionStorage.clear()")
-        browser.delete_all_cookies()
+        browser.execute_cdp_cmd("Network.clearBrowserCookies", {})  # all paths, not only the page's
 
 
 def test_the_validation_tab_shows_the_report(browser: Any, tmp_path: Path) -> None:

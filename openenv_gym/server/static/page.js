@@ -4,10 +4,11 @@
 
 const TOKEN_KEY = "openenv-gym-token";
 const TOKEN_COOKIE = "openenv_gym_token";
-// Keys and the action names they play, for the common arrow and space mappings.
+// Keys and the action names they play, for the common arrow and space mappings (Taxi's
+// actions are compass points).
 const KEYS = {
-  ArrowLeft: ["left"], ArrowRight: ["right"], ArrowUp: ["up", "fire"], ArrowDown: ["down"],
-  " ": ["fire", "noop", "stay", "stick"],
+  ArrowLeft: ["left", "west"], ArrowRight: ["right", "east"], ArrowUp: ["up", "north", "fire"],
+  ArrowDown: ["down", "south"], " ": ["fire", "noop", "stay", "stick"],
 };
 
 const page = {
@@ -131,7 +132,7 @@ function buildControls(control) {
     });
     const button = document.createElement("button");
     button.type = "button";
-    button.id = "step";
+    button.id = "step-button";  // not "step": that is the step count's cell
     button.textContent = "Step";
     button.addEventListener("click", () => play(sliderAction()));
     box.append(button);
@@ -225,10 +226,12 @@ function randomAction() {
 // -- the socket ------------------------------------------------------------------------------
 
 function connect() {
-  if (page.token) {
-    document.cookie = TOKEN_COOKIE + "=" + encodeURIComponent(page.token) + "; path=/; SameSite=Strict";
-  }
   const url = new URL("live", location.href);
+  if (page.token) {
+    // Sent on this socket's handshake only (a browser sends a host's cookies to all its ports).
+    document.cookie = TOKEN_COOKIE + "=" + encodeURIComponent(page.token) + "; path=" + url.pathname +
+                      "; SameSite=Strict" + (location.protocol === "https:" ? "; Secure" : "");
+  }
   url.protocol = location.protocol === "https:" ? "wss:" : "ws:";
   const socket = new WebSocket(url);
   socket.binaryType = "blob";
@@ -252,6 +255,8 @@ function command(message) {
 
 function play(action) {
   if (action === null || page.over) return;
+  // A key may name an action the env's mask forbids, as a disabled button does.
+  if (page.legal !== null && typeof action === "number" && !page.legal.includes(action)) return;
   command({ type: "step", action: { [page.about.control.field || "action"]: action } });
 }
 
@@ -312,7 +317,7 @@ function show(update) {
     const action = Number(button.dataset.action);
     button.disabled = update.done || (update.legal !== null && !update.legal.includes(action));
   }
-  for (const input of document.querySelectorAll("#controls .slider, #step")) input.disabled = update.done;
+  for (const input of document.querySelectorAll("#controls .slider, #step-button")) input.disabled = update.done;
   if (update.frame_error) {
     $("no-frame").textContent = "The env's frame failed: " + update.frame_error;
     $("no-frame").hidden = false;
