@@ -60,7 +60,7 @@ except ImportError as exc:  # pragma: no cover - depends on the install
     raise missing_extra(exc, "openenv_gym.trl", "trl") from exc
 
 from .client.options import ConnectOptions
-from .client.rollout import Rollout, ScoreRule, scorer
+from .client.rollout import DEFAULT_PROMPT, Rollout, ScoreRule, scorer
 from .client.tools import EnvTools, ToolSession, ToolsFrom, env_tools
 from .protocol.tools import Tool
 
@@ -79,11 +79,6 @@ __all__ = [
 
 #: Names TRL gives a meaning of its own: never tools.
 RESERVED = frozenset({"reset", "get_reward"})
-#: The prompt :func:`seed_dataset` uses when given none.
-DEFAULT_PROMPT = (
-    "You act in an environment through the tools you are given: each call takes one action and shows what "
-    "follows. Reach the best outcome you can. The environment's first observation:"
-)
 
 #: The JSON Schema keywords an argument's description spells out.
 _CONSTRAINTS = (

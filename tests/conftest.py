@@ -42,7 +42,8 @@ def subprocess_env(**extra: str) -> dict[str, str]:
 
 
 def package_source(dest: Path) -> Path:
-    """A copy of what builds the package (pyproject, README, ``openenv_gym/``) in ``dest``.
+    """A copy of what builds the package (pyproject, README, ``openenv_gym/``, and
+    ``openenv_gym_verifiers/``, the id verifiers loads :mod:`openenv_gym.verifiers` by) in ``dest``.
 
     pip builds a local project in place, writing ``build/`` and ``*.egg-info``
     beside its sources: tests that install the package install this copy, so
@@ -51,10 +52,8 @@ def package_source(dest: Path) -> Path:
     dest.mkdir(parents=True, exist_ok=True)
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(ROOT / name, dest / name)
-    shutil.copytree(
-        ROOT / "openenv_gym", dest / "openenv_gym",
-        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
-    )
+    for package in ("openenv_gym", "openenv_gym_verifiers"):
+        shutil.copytree(ROOT / package, dest / package, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     return dest
 
 

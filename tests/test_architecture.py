@@ -182,7 +182,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("__init__",),                              # the public names; registers the openenv/... ids
     ("cli", "registration"),                    # the command line; registering the Gymnasium ids
     ("kit", "ray", "catalog"),                  # tools, pools and catalogs of servers
-    ("trl", "sb3", "skyrl", "envpool"),         # trainers' adapters; envpool: server/envpool.py by its public name
+    ("trl", "sb3", "skyrl", "verifiers", "envpool"),  # trainers' adapters; envpool: server/envpool.py by its public name
     ("server", "client"),                       # the two ends of the socket (server/envpool.py: EnvPool's adapter)
     ("fields", "text"),                         # named-field envs; text views
     ("protocol",),                              # every message, sans I/O

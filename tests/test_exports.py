@@ -64,7 +64,10 @@ def definition(path: str) -> object:
 
 #: Modules of extras the ``test`` extra leaves out (too heavy for the suite), and the
 #: module each needs.
-OUTSIDE_TEST = {"openenv_gym.trl": "trl", "openenv_gym.skyrl": "skyrl_gym", "openenv_gym.ray": "ray"}
+OUTSIDE_TEST = {
+    "openenv_gym.trl": "trl", "openenv_gym.skyrl": "skyrl_gym", "openenv_gym.ray": "ray",
+    "openenv_gym.verifiers": "verifiers",
+}
 
 
 def all_modules() -> list[types.ModuleType]:

@@ -23,10 +23,16 @@ from typing import Literal
 
 from ..protocol.tools import ToolResult
 
-__all__ = ["Rollout", "ScoreRule", "SCORE_RULES", "scorer"]
+__all__ = ["Rollout", "ScoreRule", "SCORE_RULES", "DEFAULT_PROMPT", "scorer"]
 
 #: The named rules of :func:`scorer`.
 SCORE_RULES = ("return", "terminal")
+#: The user message a rollout on an env's tools starts with when given none (TRL's
+#: :func:`~openenv_gym.trl.seed_dataset`, verifiers' taskset); the first observation follows it.
+DEFAULT_PROMPT = (
+    "You act in an environment through the tools you are given: each call takes one action and shows what "
+    "follows. Reach the best outcome you can. The environment's first observation:"
+)
 
 @dataclass
 class Rollout:
