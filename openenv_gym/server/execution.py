@@ -153,24 +153,29 @@ class EnvCaller:
 
     async def __call__(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         if self._inline:
-            auto = self.execution == "auto"
-            usage = thread_usage() if auto else None
-            deadline = self._deadline or self._deadline_keeper()
-            start = time.perf_counter()
-            if deadline is not None:
-                deadline.begin(self.inline_deadline)  # type: ignore[arg-type]
-            try:
-                return fn(*args, **kwargs)
-            except EnvCallInterrupted:
-                self.execution, self._inline = "thread", False  # this env hangs: never inline again
-                raise
-            finally:
-                if deadline is not None:
-                    deadline.end()
-                self.seconds += (elapsed := time.perf_counter() - start)
-                if auto and not self.promotion.after_inline_call(elapsed, usage, thread_usage()):
-                    self._inline = False
+            return self.call_inline(fn, *args, **kwargs)
         return await self._on_thread(fn, args, kwargs, self.timeout)
+
+    def call_inline(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Run one call on the event loop, under the inline deadline, and (``"auto"``)
+        decide from how long it took whether the next runs inline too."""
+        auto = self.execution == "auto"
+        usage = thread_usage() if auto else None
+        deadline = self._deadline or self._deadline_keeper()
+        start = time.perf_counter()
+        if deadline is not None:
+            deadline.begin(self.inline_deadline)  # type: ignore[arg-type]
+        try:
+            return fn(*args, **kwargs)
+        except EnvCallInterrupted:
+            self.execution, self._inline = "thread", False  # this env hangs: never inline again
+            raise
+        finally:
+            if deadline is not None:
+                deadline.end()
+            self.seconds += (elapsed := time.perf_counter() - start)
+            if auto and not self.promotion.after_inline_call(elapsed, usage, thread_usage()):
+                self._inline = False
 
     async def build(self, fn: Callable[[], Any]) -> Any:
         """Build a session's env (``fn``) on its thread: env calls' timeout is for

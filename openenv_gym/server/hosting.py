@@ -344,19 +344,20 @@ class Server:
         socket's :class:`~.telemetry.SessionTelemetry` (:class:`~.telemetry.Recorded`:
         it answers ``validation_open`` / ``validation_read`` and, once opened, records
         the exchanges); without, nothing is recorded."""
-        answer = functools.partial(self._timed_answer, session)
+        observe_step = self.metrics.observe_step
+        respond = session.respond
+        perf_counter = time.perf_counter
+
+        async def answer(message: ClientMessage, decoded: Any) -> ServerMessage | None:
+            started = perf_counter()
+            response, _ = await respond(message)
+            if message.type == "step":
+                observe_step(perf_counter() - started)
+            return response
+
         if route.telemetry and self.validation_token:
             return Recorded(SessionTelemetry(self.validation_token), answer, codec)
         return answer
-
-    async def _timed_answer(self, session: EnvHost, message: ClientMessage, decoded: Any) -> ServerMessage | None:
-        if message.type != "step":
-            response, _ = await session.respond(message)
-            return response
-        started = time.perf_counter()
-        response, _ = await session.respond(message)
-        self.metrics.observe_step(time.perf_counter() - started)
-        return response
 
     async def serve_messages(
         self, channel: Channel, session: EnvHost, codec: Codec, reply: Reply, route: Route

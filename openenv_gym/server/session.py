@@ -210,8 +210,9 @@ class EnvHost:
         fresh one is built, and the client must reset. A session the server is
         ending (:attr:`stop_reason`) gets no fresh env.
         """
+        call = self.call
         try:
-            return await self.call(fn, *args, **kwargs)
+            return call.call_inline(fn, *args, **kwargs) if call.inline else await call(fn, *args, **kwargs)
         except ToolCallError:
             raise  # a tool's own report of why it failed
         except (EnvCallTimeout, EnvCrashed) as exc:
@@ -366,7 +367,7 @@ class Session(EnvHost):
         return self._observation(obs, None, False, False, info, text)
 
     async def _step(self, step: Step) -> ServerMessage:
-        if (tool := tool_action(step.fields)) is not None:  # OpenEnv's MCP actions carry a type
+        if "type" in step.fields and (tool := tool_action(step.fields)) is not None:  # OpenEnv's MCP actions
             return await self._tool_step(tool)
         action = gym_data.read_action(self.codec, self.source.action_space, step)
         self.require_episode()
@@ -395,7 +396,8 @@ class Session(EnvHost):
         """Step the env with a checked action; the reward (the position moves on)."""
         obs, reward, terminated, truncated, info, rendered = await self.run(self.env_step, action, text)
         self.step_count += 1
-        if isinstance(reward, numbers.Real) and not isinstance(reward, bool):
+        kind = type(reward)
+        if kind is float or kind is int or (kind is not bool and isinstance(reward, numbers.Real)):
             self.episode_return += float(reward)
         self.position = Position(obs, info, bool(terminated), bool(truncated), rendered)
         return reward

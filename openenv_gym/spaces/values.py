@@ -259,7 +259,18 @@ def encode(space: gs.Space, value: Any, *, arrays: bool = False, path: str = "va
         >>> encode(space, (np.int64(2), np.array([0.1, 1.0], dtype=np.float32)), arrays=True)
         [np.int64(2), array([0.1, 1. ], dtype=float32)]
     """
+    kind = type(space)  # the commonest values first, as the general path encodes them
+    if type(value) is np.ndarray and kind in _ARRAY_SPACES and (value.dtype, value.shape) == (space.dtype, space.shape):
+        if not arrays:
+            return value.tolist()
+        return value if value.flags.c_contiguous else np.ascontiguousarray(value)
+    if type(value) is int and kind is gs.Discrete:
+        return value
     return _encode(space, value, path, arrays)
+
+
+#: The spaces whose values are one ndarray (of the space's dtype and shape).
+_ARRAY_SPACES = frozenset({gs.Box, gs.MultiBinary, gs.MultiDiscrete})
 
 
 @functools.singledispatch
@@ -437,6 +448,13 @@ def decode(space: gs.Space, data: Any, *, path: str = "value") -> Any:
         ...
         openenv_gym.errors.SpaceValueError: obs[1]: 256 is out of range for uint8 (0..255)
     """
+    # The commonest values, as the general path below returns them, without its dispatch: an
+    # ndarray of the space's own dtype and shape, and a Python int for a Discrete.
+    kind = type(space)
+    if type(data) is np.ndarray and kind in _ARRAY_SPACES and (data.dtype, data.shape) == (space.dtype, space.shape):
+        return data
+    if type(data) is int and kind is gs.Discrete:
+        return data
     return _decode(space, data, path)
 
 
