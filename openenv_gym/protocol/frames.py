@@ -105,6 +105,8 @@ def check_size(size: int, limits: Limits) -> None:
 
 #: The containers decoded frames hold (json and msgpack give these exact types).
 _NESTED = frozenset({dict, list, tuple})
+#: Containers up to this long are walked item by item: the set of their items' types costs more.
+_SHORT = 16
 
 
 def check_shape(value: Any, limits: Limits, frame_size: int) -> None:
@@ -114,30 +116,24 @@ def check_shape(value: Any, limits: Limits, frame_size: int) -> None:
     Every nesting level and every item costs at least one byte of frame, so
     frames no longer than both limits are skipped without a walk.
     """
-    if frame_size <= min(limits.max_depth, limits.max_container_len):
+    max_depth, max_len = limits.max_depth, limits.max_container_len
+    if frame_size <= min(max_depth, max_len) or type(value) not in _NESTED:
         return
     stack = [(value, 1)]
-    max_depth = limits.max_depth
     children: Any
     while stack:
         node, depth = stack.pop()
-        if type(node) is dict:
-            children = node.values()
-        elif type(node) in _NESTED:
-            children = node
-        else:
-            continue
+        children = node.values() if type(node) is dict else node
         if depth > max_depth:
             raise too_deep(limits)
-        if len(children) > limits.max_container_len:
+        if len(children) > max_len:
             raise ProtocolError(
                 ErrorCode.INVALID_JSON,
-                f"A container of {len(children)} items exceeds the limit of "
-                f"{limits.max_container_len}",
+                f"A container of {len(children)} items exceeds the limit of {max_len}",
             )
-        # The types of a container's items, gathered in C: a flat list of 100,800 numbers (an
-        # Atari screen) is one set, not 100,800 checks in Python.
-        if _NESTED.isdisjoint(set(map(type, children))):
+        # The types of a long container's items, gathered in C: a flat list of 100,800 numbers
+        # (an Atari screen) is one set, not 100,800 checks in Python.
+        if len(children) > _SHORT and _NESTED.isdisjoint(set(map(type, children))):
             continue
         for child in children:
             if type(child) in _NESTED:
