@@ -270,11 +270,9 @@ class Connection:
                     self._flush()
                     deadline = time.monotonic() + timeout
                     while self._protocol.state is not State.CLOSED:
-                        remaining = deadline - time.monotonic()
-                        if remaining <= 0:
+                        data = self._read_by(deadline)
+                        if data is None:
                             break
-                        self._sock.settimeout(remaining)
-                        data = self._read()
                         self._take(data) if data else self._protocol.receive_eof()
                         self._protocol.events_received()
                         self._flush()
@@ -317,16 +315,11 @@ class Connection:
         if not _POLLING.acquire(blocking=False):
             return
         try:
-            sock = self._sock
-            try:
-                sock.settimeout(0.0)
-            except OSError:
-                return  # closed under us: the blocking read reports it
             end = time.perf_counter() + window
             while not self._ready() and time.perf_counter() < end:
                 try:
                     data = self._read()
-                except (BlockingIOError, ssl.SSLWantReadError):
+                except (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
                     spin_turn()  # the server may be waiting for this core to answer
                     continue
                 except OSError as exc:
@@ -335,7 +328,6 @@ class Connection:
                 self._feed(data)
                 if not data:
                     return
-            _blocking_again(sock)
         finally:
             _POLLING.release()
 
@@ -346,8 +338,7 @@ class Connection:
         data = self._protocol.data_to_send()
         if data:
             try:
-                self._sock.settimeout(self._send_timeout)
-                self._sock.sendall(b"".join(data))
+                self._send_all(data[0] if len(data) == 1 else b"".join(data))
             except TimeoutError:
                 error = MessageTimeoutError(f"Sending to {self.url} took longer than {self._send_timeout} s")
                 self._lost(error)
@@ -360,16 +351,13 @@ class Connection:
 
     def _read_available(self) -> None:
         """Read what the socket holds without waiting for more (select found it readable)."""
-        self._sock.settimeout(0)
         try:
             data = self._read()
-        except (TimeoutError, BlockingIOError, ssl.SSLWantReadError):
+        except (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
             return  # a TLS record still incomplete: the next wait reads it
         except OSError as exc:
             self._lost(exc)
             return
-        finally:
-            _blocking_again(self._sock)
         self._feed(data)
 
     def _ready(self) -> bool:
@@ -385,26 +373,65 @@ class Connection:
             self._poll(self._busy_poll if timeout is None else min(self._busy_poll, timeout))
         deadline = None if timeout is None else time.monotonic() + timeout
         while not self._ready():
-            remaining = None
-            if deadline is not None:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return False
-            self._sock.settimeout(remaining)
             try:
-                data = self._read()
-            except TimeoutError:
-                continue
+                data = self._read_by(deadline)
             except OSError as exc:
                 self._lost(exc)
                 continue
+            if data is None:
+                return False
             self._feed(data)
         return True
 
     def _read(self) -> memoryview:
-        """Read what the socket has (at most :data:`_RECV_BYTES`) into :attr:`_inbox`: valid
-        until the next read (empty: the server closed TCP)."""
+        """Read what the socket has (at most :data:`_RECV_BYTES`) into :attr:`_inbox`, without
+        waiting (``BlockingIOError`` when it has nothing): valid until the next read (empty:
+        the server closed TCP)."""
         return self._inbox[: self._sock.recv_into(self._inbox)]
+
+    def _read_by(self, deadline: float | None) -> memoryview | None:
+        """Wait until the socket has something to read, by ``deadline``
+        (``time.monotonic()``; ``None``: no limit), then read it; ``None`` after the deadline.
+
+        The socket never blocks: a reply is waited for with one ``poll(2)`` and read with one
+        ``recv(2)`` (a socket with a timeout costs two more calls a message, to set its mode
+        and to poll before each read and each write). A TLS socket may hold decrypted bytes
+        that ``poll`` does not see, so it is read first."""
+        sock = self._sock
+        writable = False
+        if isinstance(sock, ssl.SSLSocket) and sock.pending():
+            return self._read()
+        while True:
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                return None
+            if not _ready_for(sock, writable, remaining):
+                continue
+            try:
+                return self._read()
+            except (BlockingIOError, ssl.SSLWantReadError):
+                writable = False
+            except ssl.SSLWantWriteError:  # TLS must send before it reads on
+                writable = True
+
+    def _send_all(self, data: bytes) -> None:
+        """Send ``data`` whole, waiting for room in the socket's buffer for at most the send
+        timeout in all (``TimeoutError`` past it): a small frame is one ``send(2)``."""
+        sock, view = self._sock, memoryview(data)
+        deadline = None if self._send_timeout is None else time.monotonic() + self._send_timeout
+        readable = False
+        while view:
+            try:
+                view = view[sock.send(view):]
+                continue
+            except (BlockingIOError, ssl.SSLWantWriteError):
+                readable = False
+            except ssl.SSLWantReadError:  # TLS must read before it sends on
+                readable = True
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                raise TimeoutError("the send timed out")
+            _ready_for(sock, not readable, remaining)
 
     def _take(self, data: memoryview) -> None:
         """Give the framing what a read brought (websockets' protocol, which frames a
@@ -667,14 +694,16 @@ def _handshake(
             f"WebSocket handshake with {url} failed: {failure}{f' ({cause})' if cause else ''}"
         ) from failure
     assert response is not None  # the loop ends with a response or a handshake failure
-    sock.settimeout(None)
+    sock.setblocking(False)  # from now on the connection waits with poll(2) (Connection._read_by)
     return sock, response, rest
 
 
-def _blocking_again(sock: socket.socket) -> None:
-    """Put a socket read without blocking back in blocking mode, so the next
-    ``sendall`` of a large frame waits for room instead of failing."""
-    try:
-        sock.settimeout(None)
-    except OSError:
-        pass  # closed: the next use reports it
+def _ready_for(sock: socket.socket, writable: bool, timeout: float | None) -> bool:
+    """Whether ``sock`` can be read (written, if ``writable``) within ``timeout`` seconds
+    (``None``: no limit): one ``poll(2)`` (``select(2)`` where there is none)."""
+    if _poll is None:
+        ready = select.select([], [sock], [], timeout)[1] if writable else select.select([sock], [], [], timeout)[0]
+        return bool(ready)
+    poller = _poll()
+    poller.register(sock, select.POLLOUT if writable else select.POLLIN)
+    return bool(poller.poll(None if timeout is None else math.ceil(timeout * 1000)))
