@@ -131,6 +131,7 @@ class Connection:
         max_message_bytes: int = 100 * 1024 * 1024,
     ) -> None:
         self._sock = sock
+        self._readiness = _Readiness(sock)
         #: What each read of the socket fills: one buffer for the connection's life, from
         #: which the framing copies each payload once (a fresh buffer per read costs page
         #: faults for every large message).
@@ -405,7 +406,7 @@ class Connection:
             remaining = None if deadline is None else deadline - time.monotonic()
             if remaining is not None and remaining <= 0:
                 return None
-            if not _ready_for(sock, writable, remaining):
+            if not self._readiness.wait(writable, remaining):
                 continue
             try:
                 return self._read()
@@ -431,7 +432,7 @@ class Connection:
             remaining = None if deadline is None else deadline - time.monotonic()
             if remaining is not None and remaining <= 0:
                 raise TimeoutError("the send timed out")
-            _ready_for(sock, not readable, remaining)
+            self._readiness.wait(not readable, remaining)
 
     def _take(self, data: memoryview) -> None:
         """Give the framing what a read brought (websockets' protocol, which frames a
@@ -698,12 +699,30 @@ def _handshake(
     return sock, response, rest
 
 
-def _ready_for(sock: socket.socket, writable: bool, timeout: float | None) -> bool:
-    """Whether ``sock`` can be read (written, if ``writable``) within ``timeout`` seconds
-    (``None``: no limit): one ``poll(2)`` (``select(2)`` where there is none)."""
-    if _poll is None:
-        ready = select.select([], [sock], [], timeout)[1] if writable else select.select([sock], [], [], timeout)[0]
-        return bool(ready)
-    poller = _poll()
-    poller.register(sock, select.POLLOUT if writable else select.POLLIN)
-    return bool(poller.poll(None if timeout is None else math.ceil(timeout * 1000)))
+class _Readiness:
+    """Waits until one socket can be read (or written): one ``poll(2)`` a wait, with a poll
+    object made once per direction (``select(2)`` where there is no ``poll``)."""
+
+    __slots__ = ("_sock", "_reading", "_writing")
+
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+        self._reading: Any = None
+        self._writing: Any = None
+
+    def wait(self, writable: bool, timeout: float | None) -> bool:
+        """Whether the socket can be read (written, if ``writable``) within ``timeout``
+        seconds (``None``: no limit)."""
+        if _poll is None:
+            sock = self._sock
+            ready = select.select([], [sock], [], timeout)[1] if writable else select.select([sock], [], [], timeout)[0]
+            return bool(ready)
+        poller = self._writing if writable else self._reading
+        if poller is None:
+            poller = _poll()
+            poller.register(self._sock, select.POLLOUT if writable else select.POLLIN)
+            if writable:
+                self._writing = poller
+            else:
+                self._reading = poller
+        return bool(poller.poll(None if timeout is None else math.ceil(timeout * 1000)))
