@@ -71,8 +71,10 @@ class TextEnv(BaseTextEnv):
         view: The text view to use (see :func:`~openenv_gym.text.view_for`).
         env_kwargs: For a local env, the keyword arguments that make it.
         instructions: Whether the first message tells the model the env's instructions
-            (its text view's :meth:`~openenv_gym.text.TextView.describe`: the task, the
-            observations, the actions and how to answer) before the first observation.
+            (the task, the observations, the actions and how to answer: a served env's
+            own, as its server's view writes them and TRL's classes show them, else its
+            text view's :meth:`~openenv_gym.text.TextView.describe`) before the first
+            observation.
         score: What the rollout scores (:data:`~openenv_gym.client.rollout.ScoreRule`):
             ``"return"`` (the default) gives each turn the env's reward for it; any other
             rule (``"terminal"``: the last step's reward if the episode ended, else 0; a
@@ -120,8 +122,8 @@ class TextEnv(BaseTextEnv):
         """Reset the env; the env's instructions and the first observation's text end the
         prompt's last user message (or are a user message of their own)."""
         text = self.session.reset(seed=self.seed)
-        if self.instructions:
-            text = f"{self.session.view.describe()}\n\n{text}"
+        if self.instructions and (instructions := self.session.instructions):
+            text = f"{instructions}\n\n{text}"
         self.turns, self.rollout = 0, Rollout()
         messages = [dict(message) for message in prompt]
         if messages and messages[-1].get("role") == "user":

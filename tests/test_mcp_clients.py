@@ -35,9 +35,10 @@ def _wait_no_sessions(url: str, timeout: float = 10.0) -> int:
     return active
 
 
-@pytest.fixture(scope="module")
-def frozen_lake() -> Iterator[str]:
-    with openenv_gym.local_server("FrozenLake-v1", env_kwargs={"is_slippery": False}, mode="production") as url:
+@pytest.fixture(scope="module", params=["simulation", "production"])
+def frozen_lake(request) -> Iterator[str]:
+    """A served FrozenLake in each mode: MCPToolClient and the MCP SDK need no production mode."""
+    with openenv_gym.local_server("FrozenLake-v1", env_kwargs={"is_slippery": False}, mode=request.param) as url:
         yield url
 
 

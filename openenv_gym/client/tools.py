@@ -66,7 +66,7 @@ from ..protocol.tools import (
     read_tools,
 )
 from ..text import view_for
-from ..text.view import act_tool_text
+from ..text.view import act_tool_text, episode_status, reward_text
 from .async_session import AsyncSession
 from .connection import http_url
 from .http import get_json
@@ -90,13 +90,14 @@ _NOT_SHOWN = ("reward", "done")
 _URL = re.compile(r"^[\w.-]+:\d+(/.*)?$|^\[[0-9a-fA-F:.]+\]:\d+(/.*)?$")
 
 
-def outcome(reward: float, done: bool) -> str:
-    """The line after an observation's text that says what the step brought.
+def outcome(reward: float, terminated: bool, truncated: bool = False) -> str:
+    """The line after an observation's text that says what the step brought, worded as
+    the server's ``act`` tool words it.
 
         >>> outcome(1.0, True)
-        'Reward: 1. The episode is over.'
+        'Reward: 1. The episode is over (terminated).'
     """
-    return f"Reward: {reward:g}. " + ("The episode is over." if done else "The episode continues.")
+    return f"{reward_text(reward)}{episode_status(terminated, truncated)}"
 
 
 class ToolSession:
@@ -135,7 +136,8 @@ class ServerToolSession(_ServerTools, ToolSession):
 
     The connection opens at the first :meth:`reset` and again at a reset after it was
     lost. A reset's text is the observation's ``text`` field where the server sends one,
-    else what the server's ``observe`` tool says, else the observation as JSON.
+    else the observation's text that the server's ``observe`` tool gives (without its
+    line on where the episode stands), else the observation as JSON.
     """
 
     def __init__(self, base_url: str, options: ConnectOptions, tools: list[Tool]) -> None:
@@ -147,7 +149,7 @@ class ServerToolSession(_ServerTools, ToolSession):
             self._session = RemoteSession(self.base_url, self.options)
         reply = _observation(self._session.request(Reset(seed, options=dict(options) if options else None)))
         text = _reset_text(reply, self._observe)
-        return self.call("observe", {}).text if text is None else text
+        return _observed_text(self.call("observe", {})) if text is None else text
 
     def call(self, name: str, arguments: Mapping[str, Any]) -> ToolResult:
         if self._session is None or self._session.connection.closed:
@@ -186,7 +188,7 @@ class AsyncServerToolSession(_ServerTools):
             self._session = await AsyncSession.open(self.base_url, self.options)
         reply = _observation(await self._session.request(Reset(seed, options=dict(options) if options else None)))
         text = _reset_text(reply, self._observe)
-        return (await self.call("observe", {})).text if text is None else text
+        return _observed_text(await self.call("observe", {})) if text is None else text
 
     async def call(self, name: str, arguments: Mapping[str, Any]) -> ToolResult:
         if self._session is None:
@@ -209,6 +211,14 @@ def _reset_text(reply: Observation, observe: bool) -> str | None:
         return None
     shown = {k: v for k, v in reply.observation.items() if k not in _NOT_SHOWN and not _empty(v)}
     return json.dumps(jsonable(shown))
+
+
+def _observed_text(result: ToolResult) -> str:
+    """A reset's text from the server's ``observe`` tool: the observation's text alone,
+    as an ``act`` made on the client gives it (openenv-gym's structured result holds it
+    without the line saying the episode goes on), else the tool's text."""
+    text = result.data.get("text") if isinstance(result.data, Mapping) else None
+    return text if isinstance(text, str) else result.text
 
 
 class ViewToolSession(ToolSession):
@@ -236,6 +246,12 @@ class ViewToolSession(ToolSession):
         if self.env is None:
             env = self.make_env()
             try:
+                core = env.unwrapped
+                if self.env_id is None and self.view_source is None and isinstance(core, RemoteEnv) and not getattr(
+                    core.contract, "env_id", None
+                ):
+                    # A stock server's env is known to the built-in views by its /metadata name.
+                    self.env_id = _server_name(core.base_url, core.options)
                 self.view = view_for(env, self.view_source, env_id=self.env_id)
                 act, self._fields = act_tool(self.view)
             except BaseException:
@@ -243,6 +259,16 @@ class ViewToolSession(ToolSession):
                 raise
             self.env, self.tools = env, [act]
         return self.env
+
+    @property
+    def instructions(self) -> str | None:
+        """What the model is told of the env before its first observation
+        (:attr:`EnvTools.instructions`): a served env's own, which its server's view (that
+        has the env) wrote into its ``/schema``, else this session's view's description."""
+        env = self._open()
+        contract = getattr(env.unwrapped, "contract", None)
+        served = getattr(contract, "instructions", None) if self.view_source is None else None
+        return served or _described(self.view)
 
     def reset(self, seed: int | None = None, options: Mapping[str, Any] | None = None) -> str:
         env = self._open()
@@ -276,9 +302,8 @@ class ViewToolSession(ToolSession):
         except ValueError as exc:
             raise ToolCallError(str(exc), error_type="invalid_args") from exc
         obs, reward, terminated, truncated, info = self.env.step(action)
-        done = bool(terminated or truncated)
-        text = f"{self.view.obs_to_text(obs, info)}\n{outcome(float(reward), done)}"
-        return ToolResult(text, float(reward), done, truncated=bool(truncated))
+        text = f"{self.view.obs_to_text(obs, info)}\n{outcome(float(reward), bool(terminated), bool(truncated))}"
+        return ToolResult(text, float(reward), bool(terminated or truncated), truncated=bool(truncated))
 
     def close(self) -> None:
         env, self.env = self.env, None
@@ -294,7 +319,9 @@ def act_tool(view: Any) -> tuple[Tool, bool]:
     properties = argument.get("properties") if argument.get("type") == "object" else None
     if isinstance(properties, dict) and properties:
         return Tool("act", description, {k: v for k, v in argument.items() if k != "description"}), True
-    wrapped = {"type": "object", "properties": {"action": argument}, "required": ["action"]}
+    wrapped = {
+        "type": "object", "properties": {"action": argument}, "required": ["action"], "additionalProperties": False,
+    }
     return Tool("act", description, wrapped), False
 
 
@@ -419,10 +446,7 @@ def _client_tools(make_env: Callable[[], gym.Env], view: Any, name: str | None) 
     try:
         env = probe._open()
         name = name or getattr(probe.view, "env_id", None) or _local_name(env)
-        listed = probe.tools
-        # A served env's own (its server's view has the env), read with its /schema; else the view here.
-        served = getattr(getattr(env.unwrapped, "contract", None), "instructions", None) if view is None else None
-        instructions = served or _described(probe.view)
+        listed, instructions = probe.tools, probe.instructions
     finally:
         probe.close()
     return EnvTools(name, listed, "client", lambda: ViewToolSession(make_env, view, name), instructions)

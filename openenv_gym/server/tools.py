@@ -52,7 +52,7 @@ from ..protocol.messages import MAX_ERROR_CHARS, Reset
 from ..protocol.tools import EPISODE_TOOL_NAMES
 from ..spaces._common import clipped
 from ..text import ActionParseError
-from ..text.view import act_tool_text
+from ..text.view import act_tool_text, episode_status, reward_text
 
 __all__ = [
     "ServedTool",
@@ -278,7 +278,7 @@ async def _act(episode: Episode, arguments: dict[str, Any]) -> ToolOutcome:
     except ActionParseError as exc:
         raise ToolCallError(str(exc), error_type="invalid_args") from exc
     reward = await episode.play(action)
-    return ToolOutcome(await _position_result(episode, reward, f"Reward: {reward:.4g}. "), reward)
+    return ToolOutcome(await _position_result(episode, reward, reward_text(reward)), reward)
 
 
 async def _observe(episode: Episode, arguments: dict[str, Any]) -> ToolOutcome:
@@ -332,7 +332,7 @@ async def _position_result(episode: Episode, reward: float, prefix: str) -> McpT
     assert position is not None
     text = await episode.position_text()
     legal = [] if position.over else episode.view.legal_actions(position.info, obs=position.obs)
-    status = f"The episode is over ({_ending(position)})." if position.over else "The episode goes on."
+    status = episode_status(position.terminated, position.truncated)
     data = {
         "text": text, "reward": reward, "terminated": position.terminated, "truncated": position.truncated,
         "done": position.over, "legal_actions": legal,

@@ -32,7 +32,10 @@ from .formats import ObservationFormat
 from .reply import ActionParseError, shorten
 from .values import action_text, describe_space, parse_reply, value_text
 
-__all__ = ["TextView", "ServedTextView", "MAX_LISTED_ACTIONS", "ANSWER_FORMS", "action_mask", "act_tool_text"]
+__all__ = [
+    "TextView", "ServedTextView", "MAX_LISTED_ACTIONS", "ANSWER_FORMS", "action_mask", "act_tool_text",
+    "reward_text", "episode_status",
+]
 
 #: ``Discrete`` action spaces up to this size list all their actions as legal when the
 #: env gives no action mask; bigger ones (and other spaces) have no list (``None``).
@@ -269,6 +272,29 @@ def act_tool_text(view: Any) -> tuple[str, dict[str, Any]]:
         ) if part
     )
     return description, {**view.action_json_schema(), "description": f"The action: {actions}"}
+
+
+def reward_text(reward: float) -> str:
+    """How a tool's result states the reward of the step it played, on every route (the
+    server's ``act``, an ``act`` made on the client).
+
+        >>> reward_text(-0.5), reward_text(1 / 3)
+        ('Reward: -0.5. ', 'Reward: 0.3333. ')
+    """
+    return f"Reward: {reward:.4g}. "
+
+
+def episode_status(terminated: bool, truncated: bool) -> str:
+    """How a tool's result ends, on every route: where the episode stands.
+
+        >>> episode_status(False, False), episode_status(True, False), episode_status(False, True)
+        ('The episode goes on.', 'The episode is over (terminated).', 'The episode is over (truncated: out of time).')
+    """
+    if terminated:
+        return "The episode is over (terminated)."
+    if truncated:
+        return "The episode is over (truncated: out of time)."
+    return "The episode goes on."
 
 
 def _check_names(names: Sequence[str], space: gs.Space) -> None:

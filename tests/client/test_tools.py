@@ -4,11 +4,15 @@ openenv-gym and stock OpenEnv servers through an ``act`` tool made from a text v
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
 import pytest
 from pettingzoo.classic import tictactoe_v3
 
 import openenv_gym
-from openenv_gym.client.tools import env_tools
+from openenv_gym.client.tools import EnvTools, env_tools, view_session
 from openenv_gym.errors import OpenEnvGymError, ToolCallError
 from tests.conftest import asgi_server
 from tests.upstream_tools import corridor_app
@@ -67,7 +71,7 @@ def test_act_tool_from_the_text_view_of_a_served_game():
         try:
             assert session.reset(seed=0).endswith("Legal actions: 0, 1, 2, 3, 4, 5, 6, 7, 8")
             played = session.call("act", {"action": 4})
-            assert played.text.endswith("Reward: 0. The episode continues.")
+            assert played.text.endswith("Reward: 0. The episode goes on.")
             # An illegal move is refused with what is legal, and the game does not move.
             with pytest.raises(ToolCallError, match="4 is not legal now; legal actions: 1, 2, 3, 5") as illegal:
                 session.call("act", {"action": 4})
@@ -108,27 +112,78 @@ def test_a_local_env():
         env_tools("http://127.0.0.1:1", env_kwargs={"is_slippery": False})
 
 
-def test_a_served_env_reads_as_the_local_env_through_every_client_route():
-    """FrozenLake's map lives in the env, not its spaces: a client-side view of the served
-    env shows it because the server writes each observation's text (``RemoteEnv(text=True)``).
-    The local env, its ``act`` tool made here, and the served env through ``tools="client"``
-    and through :func:`view_session` (SkyRL's route) read the same, step for step."""
-    from openenv_gym.client.tools import view_session
+def shown(tools: EnvTools, moves: list) -> dict:
+    """What a model is shown of an env on one route: the instructions, the ``act`` tool,
+    the text of a reset with seed 0 and of each of ``moves`` after it."""
+    [act] = [tool for tool in tools.tools if tool.name == "act"]
+    return {"instructions": tools.instructions, "act": (act.description, act.input_schema),
+            "texts": transcript(tools.open(), moves)}
 
-    walk = ["down", "down", "right", "right", "down", "right"]
 
-    def transcript(session) -> list[str]:
-        try:
-            return [session.reset(seed=0), *(session.call("act", {"action": a}).text for a in walk)]
-        finally:
-            session.close()
+def transcript(session, moves: list) -> list[str]:
+    try:
+        return [session.reset(seed=0), *(session.call("act", {"action": move}).text for move in moves)]
+    finally:
+        session.close()
 
-    local = transcript(env_tools("FrozenLake-v1", env_kwargs={"is_slippery": False}).open())
-    with openenv_gym.local_server("FrozenLake-v1", env_kwargs={"is_slippery": False}) as url:
-        served = transcript(env_tools(url, tools="client").open())
-        skyrl = transcript(view_session(url))
-    assert "map (* = you):\n*FFF\nFHFH" in local[0]
-    assert served == local and skyrl == local
+
+def skyrl_shown(session, moves: list) -> dict:
+    """What SkyRL's ``TextEnv`` shows (its route, :func:`view_session`): the instructions
+    it puts first and the texts; it takes the model's reply whole, so no ``act`` tool."""
+    texts = transcript(session, moves)
+    return {"instructions": session.instructions, "texts": texts}
+
+
+@contextlib.contextmanager
+def routes(game: str) -> Iterator[tuple[list, dict[str, EnvTools], dict[str, Any]]]:
+    """The moves to play and an env on every route it has: local (a Gymnasium env), served
+    with the server's tools and with an ``act`` made on the client, a catalog server of
+    upstream's named fields, and SkyRL's route to a served env (a :func:`view_session`)."""
+    opponent = lambda turn: turn.legal_actions[0]  # noqa: E731
+    with contextlib.ExitStack() as stack:
+        serve = lambda *args, **kwargs: stack.enter_context(openenv_gym.local_server(*args, **kwargs))  # noqa: E731
+        if game == "FrozenLake":
+            kwargs = {"env_kwargs": {"is_slippery": False}}
+            url = serve("FrozenLake-v1", **kwargs)
+            tools = {"local": env_tools("FrozenLake-v1", **kwargs), "served, server's tools": env_tools(url),
+                     "served, client's act": env_tools(url, tools="client")}
+            yield ["down", "down", "right", "right", "down", "right"], tools, {"skyrl": view_session(url)}
+        elif game == "tic-tac-toe":
+            url = serve(tictactoe_v3.env, opponent=opponent)
+            tools = {"served, server's tools": env_tools(url), "served, client's act": env_tools(url, tools="client")}
+            yield [4, 8, 2], tools, {"skyrl": view_session(url)}
+        else:
+            pytest.importorskip("chess")
+            from pettingzoo.classic import chess_v6
+
+            from openenv_gym.catalog.chess_env import ChessEnvironment
+
+            games, catalog = serve(chess_v6.env, opponent=opponent), serve(ChessEnvironment)
+            tools = {"local": env_tools("openenv/Chess-v0"), "served PettingZoo, server's tools": env_tools(games),
+                     "served PettingZoo, client's act": env_tools(games, tools="client"),
+                     "catalog's chess server": env_tools(catalog)}
+            yield [], tools, {"skyrl, served PettingZoo": view_session(games), "skyrl, catalog's": view_session(catalog)}
+
+
+@pytest.mark.parametrize("game", ["FrozenLake", "tic-tac-toe", "chess"])
+def test_an_env_reads_the_same_on_every_route(game):
+    """The same env shows a model the same instructions, ``act`` tool (description and
+    argument's schema) and texts, from its first observation on, on every route. Only
+    the server's tools add ``observe`` and ``legal_actions``."""
+    with routes(game) as (moves, tools, skyrl):
+        seen = {route: shown(found, moves) for route, found in tools.items()}
+        seen_by_skyrl = {route: skyrl_shown(session, moves) for route, session in skyrl.items()}
+    first, *others = seen
+    for route in others:
+        assert seen[route] == seen[first], f"{route} differs from {first}"
+    for route, what in seen_by_skyrl.items():
+        assert what == {"instructions": seen[first]["instructions"], "texts": seen[first]["texts"]}, route
+    for route, found in tools.items():
+        names = [tool.name for tool in found.tools]
+        assert names == (["act", "observe", "legal_actions"] if found.kind == "server" else ["act"]), route
+    if game == "FrozenLake":  # the map lives in the env, not its spaces: the server writes it on every route
+        assert "map (* = you):\n*FFF\nFHFH" in seen[first]["texts"][0]
+        assert seen[first]["texts"][-1].endswith("Reward: 1. The episode is over (terminated).")
 
 
 def test_remote_env_text_is_the_server_text_of_its_last_observation():

@@ -8,6 +8,7 @@ import pytest
 skyrl_gym = pytest.importorskip("skyrl_gym")
 
 import openenv_gym  # noqa: E402
+from openenv_gym.client.tools import env_tools  # noqa: E402
 from openenv_gym.skyrl import TextEnv  # noqa: E402
 
 
@@ -31,6 +32,8 @@ def test_an_episode_made_from_skyrl_s_registry(frozen_lake_url):
     instructions, observation = prompt[1]["content"].removeprefix("Reach G.\n\n").split("\n\n")
     assert instructions.startswith("FrozenLake: walk from the start S to the goal G")
     assert "Actions: left (move left)" in instructions
+    # The server's own instructions, as TRL's classes and verifiers' tasks show them: its view has the map.
+    assert instructions == env_tools(frozen_lake_url).instructions and "and the map" in instructions
     assert observation == "position: row 0, column 0 (cell 0)\nmap (* = you):\n*FFF\nFHFH\nFFFH\nHFFG"
     replies = ["down", '{"action": "down"}', "<action>right</action>", "fly", "```json\n2\n```", "down"]
     outs = [env.step(reply) for reply in replies]
