@@ -1,10 +1,13 @@
 """A blocking WebSocket connection that speaks one request at a time.
 
 OpenEnv is strictly request → response on one socket, so the client needs no
-background reader: this transport drives ``websockets``' sans-I/O
-:class:`~websockets.client.ClientProtocol` over a plain blocking socket in the
-caller's thread. That saves the thread hand-off of ``websockets.sync`` on
-every message, which is most of the latency of a small step on loopback.
+background reader: this transport frames messages sans I/O (its own
+:class:`~openenv_gym.client.framing.ClientFraming`, or ``websockets``'
+:class:`~websockets.client.ClientProtocol` when an extension was negotiated) over a plain
+socket in the caller's thread. That saves the thread hand-off of ``websockets.sync`` on
+every message, which is most of the latency of a small step on loopback. The socket
+never blocks: a message is one ``send(2)``, a reply one ``poll(2)`` (its deadline) and one
+``recv(2)``.
 
 On loopback, ``recv`` busy-polls the socket for a moment before it blocks
 (``busy_poll``): a reader asleep in ``recv`` must be woken by the kernel when
