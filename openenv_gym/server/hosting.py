@@ -62,7 +62,7 @@ from .routes import Opening, Route
 from .session import EnvHost
 from .source import EnvSource
 from .telemetry import Answer, Recorded, SessionTelemetry, telemetry_token
-from .transport import CONNECTION_LOST, LATER, Channel, next_frame
+from .transport import CONNECTION_LOST, LATER, Channel
 
 __all__ = ["Server", "Held", "Reply", "AT_ONCE"]
 
@@ -235,8 +235,7 @@ class Server:
             subprotocol=chosen, headers=[(PROCESS_HEADER.encode(), PROCESS_TOKEN.encode())]
         )
         codec = codec_for(chosen, self.options.limits)
-        send = channel.send_event
-        frame_key = "bytes" if codec.binary else "text"
+        send = channel.send_frame
         metrics = self.metrics
 
         async def reply(message: ServerMessage) -> None:
@@ -252,7 +251,7 @@ class Server:
                     ).to_wire()
                 )
             try:
-                await send({"type": "websocket.send", frame_key: frame})
+                await send(frame)
             except OSError:
                 pass  # the peer is gone: reading the next frame ends the session, quietly
 
@@ -265,7 +264,7 @@ class Server:
         assert route.opening is not None
         timeout = self.options.handshake_timeout
         try:
-            frame = await asyncio.wait_for(next_frame(channel, codec), timeout)
+            frame = await asyncio.wait_for(channel.next_frame(codec), timeout)
         except asyncio.TimeoutError:
             expected = ", ".join(route.opening)
             raise ProtocolError(
@@ -422,7 +421,7 @@ class Server:
         if isinstance(channel, NativeChannel):
             channel.answer_at_once = functools.partial(answer, at_once=True)
         try:
-            while (frame := await next_frame(channel, codec)) is not None:
+            while (frame := await channel.next_frame(codec)) is not None:
                 goes_on = await frame if isinstance(frame, Suspended) else await answer(frame)
                 if not goes_on:
                     return

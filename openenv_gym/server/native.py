@@ -40,10 +40,11 @@ from typing import TYPE_CHECKING, Any
 from starlette.datastructures import Headers, QueryParams
 
 from .._local import PROCESS_TOKEN
-from ..protocol import NATIVE_HEADER, PROCESS_HEADER, SUBPROTOCOLS
+from ..errors import ErrorCode, ProtocolError
+from ..protocol import NATIVE_HEADER, PROCESS_HEADER, SUBPROTOCOLS, Codec
 from .eager import Suspended, begin
 from .logs import Throttled
-from .transport import CONNECTION_LOST, ENDED, FAILED, LATER, SUSPENDED
+from .transport import CONNECTION_LOST, LATER, wrong_kind
 
 if TYPE_CHECKING:
     from .hosting import Server
@@ -73,6 +74,8 @@ try:
     import picows
 except ImportError:  # the native extra is not installed: the main port serves alone
     picows = None  # type: ignore[assignment]
+else:
+    _BINARY, _TEXT = picows.WSMsgType.BINARY, picows.WSMsgType.TEXT
 
 
 def native_available() -> bool:
@@ -88,15 +91,16 @@ def native_wanted() -> bool:
 
 
 class NativeChannel:
-    """What :meth:`~.hosting.Server.serve_route` needs of a WebSocket connection (the
-    handshake's scope, its query and headers, events in and out, the close), over one
-    picows transport. The handshake is over when it exists: :meth:`accept` checks only
-    that the server chose what picows already answered.
+    """A WebSocket connection of the native listener as :meth:`~.hosting.Server.serve_route`
+    uses one (:class:`~.transport.Channel`: the handshake's scope, its query and headers,
+    frames in and out, the close), over one picows transport. The handshake is over when it
+    exists: :meth:`accept` checks only that the server chose what picows already answered.
 
     A message that comes while the session's task waits for one, with none queued, is
     answered at once in picows's callback by :attr:`answer_at_once` (see :mod:`.eager`):
     no wake-up of the task, which gets only what has to wait (a :class:`~.eager.Suspended`
-    answer, a message the server answers on the task, the error that ends the session)."""
+    answer, a message the server answers on the task, the error that ends the session).
+    Frames travel as they are, in and out: no event object per message."""
 
     def __init__(self, scope: dict, subprotocol: str | None) -> None:
         self.scope = scope
@@ -109,7 +113,9 @@ class NativeChannel:
         #: frame (see :meth:`~.hosting.Server.serve_messages`), which returns
         #: :data:`~.transport.LATER` for a message to answer on the task.
         self.answer_at_once: Callable[[bytes | str], Coroutine[Any, Any, Any]] | None = None
-        self._events: collections.deque[dict] = collections.deque()
+        #: What the session's task has to take: frames, and the rest of answers begun at
+        #: once (:class:`~.eager.Suspended`), the error one raised, the end (:data:`_GONE`).
+        self._queue: collections.deque[Any] = collections.deque()
         self._waiter: asyncio.Future | None = None
         self._read_paused = False
         self._write_paused = False
@@ -118,57 +124,69 @@ class NativeChannel:
     async def accept(self, subprotocol: str | None = None, headers: Any = None) -> None:
         assert subprotocol == self.subprotocol, "the native handshake chose the subprotocol already"
 
-    # -- events in ----------------------------------------------------------------
+    # -- frames in ----------------------------------------------------------------
 
-    def receive(self, event: dict, frame: bytes | str) -> None:
-        """A message came (``event``, carrying ``frame``): answered at once when the
-        session's task waits for one and none is queued, else queued for the task."""
+    def receive(self, frame: bytes | str) -> None:
+        """A message came: answered at once when the session's task waits for one and
+        none is queued, else queued for the task."""
         answer = self.answer_at_once
-        if answer is None or self._waiter is None or self._events or self._closed:
-            self.deliver(event)
+        if answer is None or self._waiter is None or self._queue or self._closed:
+            self._put(frame)
             return
         try:
             begun = begin(answer(frame))
         except Exception as exc:  # noqa: BLE001 - it ends the session, on its task
-            self.deliver({"type": FAILED, "error": exc})
+            self._put(_Failed(exc))
             return
         if isinstance(begun, Suspended):
-            self.deliver({"type": SUSPENDED, "rest": begun})
+            self._put(begun)
         elif begun.value is LATER:
-            self.deliver(event)
+            self._put(frame)
         elif not begun.value:
-            self.deliver({"type": ENDED})
+            self._put(_GONE)
 
     def discard(self) -> None:
         """Answer nothing more at once, and drop what is queued (the session is over): an
         answer left suspended is closed."""
         self.answer_at_once = None
-        while self._events:
-            event = self._events.popleft()
-            if event["type"] == SUSPENDED:
-                event["rest"].close()
+        while self._queue:
+            item = self._queue.popleft()
+            if isinstance(item, Suspended):
+                item.close()
 
-    def deliver(self, event: dict) -> None:
-        """Queue one event for :meth:`receive_event`; a peer whose messages pile up unread
+    def _put(self, item: Any) -> None:
+        """Queue ``item`` for :meth:`next_frame`; a peer whose messages pile up unread
         (or that reads none of our replies) is read no more until they are taken."""
-        self._events.append(event)
+        self._queue.append(item)
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
-        if len(self._events) >= MAX_UNREAD and not self._read_paused:
+        if len(self._queue) >= MAX_UNREAD and not self._read_paused:
             self._pause_reading()
 
-    async def receive_event(self) -> dict:
-        while not self._events:
+    async def next_frame(self, codec: Codec) -> str | bytes | Suspended | None:
+        """As :meth:`.transport.Channel.next_frame`: the next frame (or the rest of an
+        answer begun at once, to await), ``None`` once the peer is gone or the session over."""
+        queue = self._queue
+        while not queue:
             self._waiter = asyncio.get_running_loop().create_future()
             try:
                 await self._waiter
             finally:
                 self._waiter = None
-        event = self._events.popleft()
-        if self._read_paused and not self._events and not self._write_paused:
+        item = queue.popleft()
+        if self._read_paused and not queue and not self._write_paused:
             self._resume_reading()
-        return event
+        kind = type(item)
+        if kind is bytes or kind is str:
+            if (kind is bytes) is not codec.binary:
+                raise ProtocolError(ErrorCode.SESSION_ERROR, wrong_kind(codec))
+            return item
+        if item is _GONE:
+            return None
+        if kind is _Failed:
+            raise item.error
+        return item
 
     def _pause_reading(self) -> None:
         self._read_paused = True
@@ -186,23 +204,19 @@ class NativeChannel:
         self._write_paused = paused
         if paused and not self._read_paused:
             self._pause_reading()
-        elif not paused and self._read_paused and len(self._events) < MAX_UNREAD:
+        elif not paused and self._read_paused and len(self._queue) < MAX_UNREAD:
             self._resume_reading()
 
-    # -- events out ---------------------------------------------------------------
+    # -- frames out ---------------------------------------------------------------
 
-    async def send_event(self, event: dict) -> None:
+    async def send_frame(self, frame: bytes | str) -> None:
+        """Send one message: ``bytes`` as a binary frame, ``str`` as a text frame."""
         if self._closed:
             raise ConnectionResetError("the WebSocket is closed")
-        kind = event["type"]
-        if kind == "websocket.send":
-            data = event.get("bytes")
-            if data is not None:
-                self.transport.send(picows.WSMsgType.BINARY, data)
-            else:
-                self.transport.send(picows.WSMsgType.TEXT, event["text"].encode())
-        elif kind == "websocket.close":
-            await self.close(event.get("code", 1000), event.get("reason"))
+        if isinstance(frame, str):
+            self.transport.send(_TEXT, frame.encode())
+        else:
+            self.transport.send(_BINARY, frame)
 
     async def close(self, code: int = 1000, reason: str | None = None) -> None:
         """Send the closing frame; the connection ends when the peer's answers it
@@ -221,10 +235,23 @@ class NativeChannel:
     def lost(self) -> None:
         """The connection is gone: the session learns it now, even in an env call."""
         self._closed = True
-        self.deliver({"type": "websocket.disconnect", "code": 1006})
+        self._put(_GONE)
         gone = self.scope.get(CONNECTION_LOST)
         if gone is not None:
             gone()
+
+
+#: Queued for the session's task when the connection is gone (or an answer ended the session).
+_GONE = object()
+
+
+class _Failed:
+    """Queued for the session's task: what an answer begun at once raised."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
 
 
 def _close_code(code: int) -> Any:
@@ -287,9 +314,9 @@ if picows is not None:
                 except UnicodeDecodeError:
                     self._refuse(1007, "a text message that is not UTF-8")
                     return
-                self.channel.receive({"type": "websocket.receive", "text": text}, text)
+                self.channel.receive(text)
             else:
-                self.channel.receive({"type": "websocket.receive", "bytes": data}, data)
+                self.channel.receive(data)
 
         def _refuse(self, code: int, why: str) -> None:
             self.channel._closed = True
@@ -384,7 +411,7 @@ class NativeListener:
 
     def start_session(self, route: Route, channel: NativeChannel) -> None:
         self._channels.add(channel)
-        task = asyncio.get_running_loop().create_task(self.server.serve_route(route, channel))  # type: ignore[arg-type]
+        task = asyncio.get_running_loop().create_task(self.server.serve_route(route, channel))
         task.add_done_callback(lambda _: self._channels.discard(channel))
 
     def _handshake(self, request: Any) -> Any:

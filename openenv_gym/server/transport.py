@@ -1,17 +1,19 @@
-"""The WebSocket side of every session route: raw ASGI endpoints and frame reading.
+"""The WebSocket side of every session route: what a connection is to the hosting loop
+(:class:`Channel`), and the main port's: raw ASGI endpoints and uvicorn's protocols.
 
 Session routes are raw ASGI endpoints (:class:`SessionEndpoint`): the handler
-gets a Starlette :class:`Channel` for the handshake, the query string and the
-close, while the per-message path reads and writes raw ASGI events, skipping
-Starlette's per-message state checks and exception wrappers (a few
-microseconds of a ~100 µs round trip).
+gets an :class:`AsgiChannel` (a Starlette WebSocket) for the handshake, the query
+string and the close, while the per-message path reads and writes raw ASGI events,
+skipping Starlette's per-message state checks and exception wrappers (a few
+microseconds of a ~100 µs round trip). The native listener's connections
+(:class:`~.native.NativeChannel`) carry frames with no ASGI events at all.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 
 from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket
@@ -23,8 +25,8 @@ from ..protocol import CODECS, Codec
 from .eager import Suspended
 
 __all__ = [
-    "Channel", "SessionEndpoint", "next_frame", "BackpressuredWebSocket", "GuardedHttp", "PendingConnections",
-    "CONNECTION_LOST", "LATER", "SUSPENDED", "FAILED", "ENDED",
+    "Channel", "AsgiChannel", "SessionEndpoint", "BackpressuredWebSocket", "GuardedHttp", "PendingConnections",
+    "CONNECTION_LOST", "LATER", "wrong_kind",
 ]
 
 #: The scope key under which an app may leave a callable for :class:`BackpressuredWebSocket`
@@ -174,14 +176,59 @@ class BackpressuredWebSocket(WebSocketsSansIOProtocol):
         return message
 
 
-class Channel(WebSocket):
-    """A Starlette WebSocket that also keeps the raw ASGI ``receive_event`` /
-    ``send_event`` callables for the per-message path."""
+class Channel(Protocol):
+    """A WebSocket connection as the server's hosting loop uses one: the handshake's
+    scope, query and headers, accepting it, frames in and out, closing it. The main port's
+    is an :class:`AsgiChannel`; the native listener's a :class:`~.native.NativeChannel`."""
+
+    scope: Any
+    query_params: Any
+    headers: Any
+
+    async def accept(self, subprotocol: str | None = None, headers: Any = None) -> None: ...
+
+    async def next_frame(self, codec: Codec) -> str | bytes | Suspended | None:
+        """The next frame of the kind ``codec`` reads (or the rest of an answer begun at
+        once, to await), or ``None`` once the peer is gone or the session is over.
+
+        A frame of the other kind (binary on a JSON session, text on a msgpack
+        one) ends the session with SESSION_ERROR, as OpenEnv does for binary
+        frames; its message names the subprotocols of the codecs that send such frames.
+        An answer begun at once that raised raises here, on the session's task."""
+
+    async def send_frame(self, frame: str | bytes) -> None:
+        """Send one message: ``bytes`` as a binary frame, ``str`` as a text frame."""
+
+    async def close(self, code: int = 1000, reason: str | None = None) -> None: ...
+
+
+class AsgiChannel(WebSocket):
+    """The main port's :class:`Channel`: a Starlette WebSocket for the handshake, the
+    query string and the close, whose frames go through the raw ASGI ``receive`` /
+    ``send`` callables (no Starlette state checks or exception wrappers per message)."""
 
     def __init__(self, scope: Scope, receive: Receive, send: Send) -> None:
         super().__init__(scope, receive, send)
-        self.receive_event = receive
-        self.send_event = send
+        self._receive_event = receive
+        self._send_event = send
+
+    async def next_frame(self, codec: Codec) -> str | bytes | Suspended | None:
+        frame_key, other_key = ("bytes", "text") if codec.binary else ("text", "bytes")
+        while True:
+            event = await self._receive_event()
+            if event["type"] == "websocket.disconnect":
+                return None
+            frame = event.get(frame_key)
+            if frame is not None:
+                return frame
+            if event.get(other_key) is not None:
+                raise ProtocolError(ErrorCode.SESSION_ERROR, wrong_kind(codec))
+
+    async def send_frame(self, frame: str | bytes) -> None:
+        if isinstance(frame, str):
+            await self._send_event({"type": "websocket.send", "text": frame})
+        else:
+            await self._send_event({"type": "websocket.send", "bytes": frame})
 
 
 class SessionEndpoint:
@@ -191,49 +238,18 @@ class SessionEndpoint:
     be wrapped in its per-message machinery).
     """
 
-    def __init__(self, handler: Callable[[Channel], Awaitable[None]]) -> None:
+    def __init__(self, handler: Callable[[AsgiChannel], Awaitable[None]]) -> None:
         self.handler = handler
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self.handler(Channel(scope, receive, send))
+        await self.handler(AsgiChannel(scope, receive, send))
 
 
 #: What an answer begun at once returns for a message it leaves to the session's task.
 LATER = object()
-#: The events a channel that answers at once (:class:`~.native.NativeChannel`) gives the
-#: session's task besides ASGI's: an answer to finish (``rest``, a
-#: :class:`~.eager.Suspended`), the exception an answer raised (``error``), the session's end.
-SUSPENDED, FAILED, ENDED = "openenv_gym.suspended", "openenv_gym.failed", "openenv_gym.ended"
 
 
-async def next_frame(websocket: Channel, codec: Codec) -> str | bytes | Suspended | None:
-    """The next frame of the kind ``codec`` reads (or the rest of an answer begun at
-    once, to await), or ``None`` once the peer is gone or the session is over.
-
-    A frame of the other kind (binary on a JSON session, text on a msgpack
-    one) ends the session with SESSION_ERROR, as OpenEnv does for binary
-    frames; its message names the subprotocols of the codecs that send such frames.
-    An answer begun at once that raised raises here, on the session's task.
-    """
-    frame_key, other_key = ("bytes", "text") if codec.binary else ("text", "bytes")
-    receive = websocket.receive_event
-    while True:
-        event = await receive()
-        kind = event["type"]
-        if kind == "websocket.disconnect" or kind == ENDED:
-            return None
-        if kind == SUSPENDED:
-            return event["rest"]
-        if kind == FAILED:
-            raise event["error"]
-        frame = event.get(frame_key)
-        if frame is not None:
-            return frame
-        if event.get(other_key) is not None:
-            raise ProtocolError(ErrorCode.SESSION_ERROR, _wrong_kind(codec))
-
-
-def _wrong_kind(codec: Codec) -> str:
+def wrong_kind(codec: Codec) -> str:
     """What a peer that sent the other kind of frame than ``codec``'s is told: the kind to
     send, and the subprotocols of the codecs whose frames are of the kind it sent."""
     kind, other = ("binary", "text") if codec.binary else ("text", "binary")

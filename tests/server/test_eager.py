@@ -13,10 +13,10 @@ import pytest
 
 import openenv_gym
 from openenv_gym.errors import ErrorCode, ProtocolError
-from openenv_gym.protocol import MSGPACK_SUBPROTOCOL
+from openenv_gym.protocol import MSGPACK_SUBPROTOCOL, codec_for
 from openenv_gym.server.eager import Done, Suspended, begin
 from openenv_gym.server.native import NativeChannel, native_available
-from openenv_gym.server.transport import LATER, next_frame
+from openenv_gym.server.transport import LATER
 from tests.server.test_native import native_ws
 
 # -- begin and Suspended, alone --------------------------------------------------------
@@ -111,6 +111,9 @@ def channel() -> NativeChannel:
     return NativeChannel({"query_string": b"", "headers": [], "type": "websocket"}, MSGPACK_SUBPROTOCOL)
 
 
+CODEC = codec_for(MSGPACK_SUBPROTOCOL)
+
+
 def test_a_frame_is_answered_at_once_only_while_the_task_waits_with_nothing_queued():
     async def main():
         answered = []
@@ -121,14 +124,13 @@ def test_a_frame_is_answered_at_once_only_while_the_task_waits_with_nothing_queu
 
         ch = channel()
         ch.answer_at_once = answer
-        codec = openenv_gym.protocol.codec_for(MSGPACK_SUBPROTOCOL)
-        ch.receive({"type": "websocket.receive", "bytes": b"early"}, b"early")  # no task waits yet: queued
-        assert answered == [] and await next_frame(ch, codec) == b"early"
-        waiting = asyncio.ensure_future(next_frame(ch, codec))
+        ch.receive(b"early")  # no task waits yet: queued
+        assert answered == [] and await ch.next_frame(CODEC) == b"early"
+        waiting = asyncio.ensure_future(ch.next_frame(CODEC))
         await asyncio.sleep(0)
-        ch.receive({"type": "websocket.receive", "bytes": b"now"}, b"now")
+        ch.receive(b"now")
         assert answered == [b"now"] and not waiting.done()
-        ch.deliver({"type": "websocket.disconnect"})
+        ch.lost()
         assert await waiting is None
 
     asyncio.run(main())
@@ -136,7 +138,6 @@ def test_a_frame_is_answered_at_once_only_while_the_task_waits_with_nothing_queu
 
 def test_a_message_left_for_later_an_error_and_an_end_go_to_the_task():
     async def main():
-        codec = openenv_gym.protocol.codec_for(MSGPACK_SUBPROTOCOL)
         outcomes = iter([LATER, ProtocolError(ErrorCode.SESSION_ERROR, "the session broke"), False])
 
         async def answer(frame):
@@ -149,9 +150,9 @@ def test_a_message_left_for_later_an_error_and_an_end_go_to_the_task():
         ch.answer_at_once = answer
         results = []
         for frame in (b"mcp", b"step", b"close"):
-            waiting = asyncio.ensure_future(next_frame(ch, codec))
+            waiting = asyncio.ensure_future(ch.next_frame(CODEC))
             await asyncio.sleep(0)
-            ch.receive({"type": "websocket.receive", "bytes": frame}, frame)
+            ch.receive(frame)
             try:
                 results.append(await waiting)
             except ProtocolError as exc:
@@ -161,9 +162,19 @@ def test_a_message_left_for_later_an_error_and_an_end_go_to_the_task():
     asyncio.run(main())
 
 
+def test_a_frame_of_the_other_kind_ends_the_session_naming_the_subprotocols():
+    async def main():
+        ch = channel()
+        ch.receive('{"type": "state"}')  # text on a msgpack session
+        with pytest.raises(ProtocolError) as info:
+            await ch.next_frame(CODEC)
+        assert info.value.code is ErrorCode.SESSION_ERROR and "openenv-gym.json.v1" in info.value.message
+
+    asyncio.run(main())
+
+
 def test_a_suspended_answer_is_handed_to_the_task_and_closed_if_the_session_ends_first():
     async def main():
-        codec = openenv_gym.protocol.codec_for(MSGPACK_SUBPROTOCOL)
         released = []
 
         async def answer(frame):
@@ -174,16 +185,15 @@ def test_a_suspended_answer_is_handed_to_the_task_and_closed_if_the_session_ends
 
         ch = channel()
         ch.answer_at_once = answer
-        waiting = asyncio.ensure_future(next_frame(ch, codec))
+        waiting = asyncio.ensure_future(ch.next_frame(CODEC))
         await asyncio.sleep(0)
-        ch.receive({"type": "websocket.receive", "bytes": b"slow"}, b"slow")
+        ch.receive(b"slow")
         rest = await waiting
         assert isinstance(rest, Suspended) and released == []  # the task awaits it from here
-        ch.receive({"type": "websocket.receive", "bytes": b"next"}, b"next")  # no task waits: queued
-        left = begin(answer(b"left"))
-        ch.deliver({"type": "openenv_gym.suspended", "rest": left})
+        ch.receive(b"next")  # no task waits: queued
+        ch._put(begin(answer(b"left")))  # another answer the task has not taken yet
         ch.discard()  # the session ends: the queued frame dropped, the answer left behind closed
-        assert released == [b"left"] and ch.answer_at_once is None and not ch._events
+        assert released == [b"left"] and ch.answer_at_once is None and not ch._queue
         rest.close()
 
     asyncio.run(main())
