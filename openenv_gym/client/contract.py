@@ -27,7 +27,7 @@ import gymnasium as gym
 
 from .. import spaces
 from ..errors import ConnectionClosedError, ErrorCode, OpenEnvGymError, ProtocolError, ProtocolMismatchError
-from ..protocol import EXTENSION_KEY, Codec, Observation, ServerMessage, Step
+from ..protocol import EXTENSION_KEY, Codec, Frame, Observation, ServerMessage, Step
 from ..protocol import gym as gym_data
 from ..protocol.attributes import ATTRIBUTES_VERSION
 from ..protocol.gym import GymStep
@@ -49,6 +49,10 @@ __all__ = [
 ]
 
 
+#: The most step frames a contract keeps encoded (one per action of a small Discrete space).
+_MAX_STEP_FRAMES = 256
+
+
 class Contract:
     """How a client maps Gymnasium values to one kind of server's messages, and back."""
 
@@ -68,6 +72,15 @@ class Contract:
     def read(self, codec: Codec, reply: ServerMessage) -> GymStep:
         """What a reply to ``reset`` or ``step`` says, as Gymnasium values."""
         raise NotImplementedError
+
+    def step_frame(self, codec: Codec, action: Any) -> Frame:
+        """The ``step`` message for ``action``, encoded by ``codec``."""
+        return codec.encode(self.step_message(codec, action).to_wire())
+
+    def read_decoded(self, codec: Codec, decoded: Any) -> GymStep | None:
+        """What a decoded reply says, when it is an observation this contract reads as it
+        is (``None``: type it first, and :meth:`read` it; an error frame is one)."""
+        return None
 
 
 def _observation(reply: ServerMessage) -> Observation:
@@ -104,6 +117,10 @@ class GymContract(Contract):
         instructions = text.get("instructions") if isinstance(text, dict) else None
         #: The server's instructions for its env (its view's description), if it gives them.
         self.instructions: str | None = instructions if isinstance(instructions, str) and instructions else None
+        #: Encoded step frames by (subprotocol, action), for a Discrete space of few actions.
+        self._frames: dict[tuple, Frame] | None = (
+            {} if type(self.action_space) is gym.spaces.Discrete and self.action_space.n <= _MAX_STEP_FRAMES else None
+        )
         attributes = extension.get("attributes")
         #: Whether ``/ws`` takes ``call`` / ``get_attr`` / ``set_attr`` (:mod:`~openenv_gym.protocol.attributes`).
         self.attributes = isinstance(attributes, dict) and attributes.get("version") == ATTRIBUTES_VERSION
@@ -111,8 +128,33 @@ class GymContract(Contract):
     def step_message(self, codec: Codec, action: Any) -> Step:
         return gym_data.action_step(codec, self.action_space, action)
 
+    def step_frame(self, codec: Codec, action: Any) -> Frame:
+        """As :meth:`Contract.step_frame`; the frames of a small ``Discrete`` space's actions
+        (Python ints, as policies and Gymnasium's ``sample`` give them) are encoded once
+        each, per codec: a step then encodes nothing."""
+        space = self.action_space
+        if type(action) is not int or self._frames is None or not space.start <= action < space.start + space.n:  # type: ignore[attr-defined]
+            return super().step_frame(codec, action)
+        key = (codec.subprotocol, action)
+        frame = self._frames.get(key)
+        if frame is None:
+            frame = super().step_frame(codec, action)
+            if len(self._frames) < _MAX_STEP_FRAMES:
+                self._frames[key] = frame
+        return frame
+
     def read(self, codec: Codec, reply: ServerMessage) -> GymStep:
         return gym_data.read_observation(codec, self.observation_space, _observation(reply))
+
+    def read_decoded(self, codec: Codec, decoded: Any) -> GymStep | None:
+        """An observation frame read as :meth:`read` reads it, with no message object
+        between: the commonest reply of a step."""
+        if type(decoded) is not dict or decoded.get("type") != "observation":
+            return None
+        data = decoded.get("data")
+        if type(data) is not dict or type(data.get("observation")) is not dict:
+            return None
+        return self.read(codec, Observation.from_data(data))
 
 
 class FieldsContract(Contract):

@@ -177,9 +177,10 @@ class RemoteEnv(PicklesAsArguments, gym.Env):
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         session = self._live()
-        message = self.contract.step_message(session.codec, action)
+        contract, codec = self.contract, session.codec
         try:
-            step = self.contract.read(session.codec, session.request(message))
+            reply = session.exchange(contract.step_frame(codec, action))
+            step = contract.read_decoded(codec, reply) or contract.read(codec, session.typed(reply))
         except RECOVERABLE as exc:
             if self.reconnect is None:
                 raise

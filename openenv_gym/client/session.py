@@ -12,6 +12,7 @@ OpenEnv server selects none, which means plain JSON.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from ..errors import CLOSING_ERRORS, ConnectionClosedError, MessageTimeoutError, ProtocolMismatchError, RemoteError
 from ..protocol import (
@@ -87,17 +88,25 @@ class RemoteSession:
         self.send_request(message)
         return self.receive()
 
-    def send_request(self, message: ClientMessage) -> None:
-        """Send ``message``, whose reply :meth:`receive` reads. A connection that
-        closed with a message left to read is no error yet: a refused session
-        (capacity, factory) sends an error frame and closes, and the frame may
+    def exchange(self, frame: Frame) -> Any:
+        """Send ``frame`` (a message this session's codec encoded) and return the server's
+        reply as decoded, not yet typed (:meth:`typed` types it): what a caller that reads
+        the commonest reply itself uses (:meth:`~.remote_env.RemoteEnv.step`)."""
+        self.send_request(frame)
+        return self.codec.decode(self._next_frame())
+
+    def send_request(self, message: ClientMessage | Frame) -> None:
+        """Send ``message`` (or a frame already encoded), whose reply :meth:`receive` reads.
+        A connection that closed with a message left to read is no error yet: a refused
+        session (capacity, factory) sends an error frame and closes, and the frame may
         be all that is left to read."""
-        if self.connection.pending and not self.connection.closed:
+        connection = self.connection
+        if connection.pending and not connection.closed:
             self._refuse_unsolicited()
         try:
-            self.send(message)
+            connection.send(message if isinstance(message, (bytes, str)) else self.codec.encode(message.to_wire()))
         except ConnectionClosedError:
-            if not self.connection.pending:
+            if not connection.pending:
                 raise
 
     def _refuse_unsolicited(self) -> None:
@@ -116,18 +125,26 @@ class RemoteSession:
         self.connection.send(self.codec.encode(message.to_wire()))
 
     def receive(self) -> ServerMessage:
+        return self.typed(self.codec.decode(self._next_frame()))
+
+    def typed(self, decoded: Any) -> ServerMessage:
+        """The reply ``decoded`` as a typed message of the route. An error frame raises
+        the :class:`~openenv_gym.errors.RemoteError` subclass for its code (one that ends
+        the session closes the connection first)."""
         try:
-            frame = self.connection.recv(self.options.message_timeout)
+            return parse_reply(decoded, self.replies)
+        except RemoteError as error:
+            if error.code in CLOSING_ERRORS:
+                self.connection.close()
+            raise
+
+    def _next_frame(self) -> Frame:
+        try:
+            return self.connection.recv(self.options.message_timeout)
         except MessageTimeoutError:
             # The reply may still come and would then answer the next request:
             # a timed-out connection is out of step, so it is dropped.
             self.connection.close(timeout=0.1)
-            raise
-        try:
-            return read_reply(self.codec, frame, self.replies)
-        except RemoteError as error:
-            if error.code in CLOSING_ERRORS:
-                self.connection.close()
             raise
 
     def close(self) -> None:

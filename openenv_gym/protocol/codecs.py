@@ -276,7 +276,7 @@ def _array_header(array: np.ndarray) -> tuple[bytes, np.dtype]:
 def _sendable(array: np.ndarray) -> tuple[bytes, np.ndarray]:
     """The ext header for ``array``, and its data as it travels: little-endian, C order
     (``array`` itself when it already is)."""
-    header, dtype = _array_header(array)
+    header, dtype = _HEADERS.get((array.dtype, array.shape)) or _array_header(array)
     if array.dtype != dtype or not array.flags.c_contiguous:
         array = np.array(array, dtype=dtype, order="C")
     return header, array
@@ -546,14 +546,20 @@ class MsgpackBuffersCodec(MsgpackCodec):
         self._buffers: list[Any] = []
         self._section_bytes = 0
         self._packer = msgpack.Packer(
-            default=functools.partial(_pack_default, arrays=self._array_ext),
-            use_bin_type=True, strict_types=True, autoreset=True,
+            default=self._pack_default, use_bin_type=True, strict_types=True, autoreset=True,
         )
 
+    def _pack_default(self, value: Any) -> Any:
+        """What msgpack does not know natively: ndarrays first (the commonest, at every
+        step), as :meth:`_array_ext` packs them; the rest as version 1 packs it."""
+        if type(value) is np.ndarray:
+            return self._array_ext(value)
+        return _pack_default(value, arrays=self._array_ext)
+
     def _array_ext(self, array: np.ndarray) -> msgpack.ExtType:
-        if array.nbytes < OUT_OF_BAND_BYTES:
-            return _inline_array(array)
         header, array = _sendable(array)
+        if array.nbytes < OUT_OF_BAND_BYTES:
+            return msgpack.ExtType(EXT_NDARRAY, b"".join((header, array.data if array.ndim else array.tobytes())))
         offset = self._section_bytes
         self._buffers.append(array.data)
         gap = -array.nbytes % _ALIGN

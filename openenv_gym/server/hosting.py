@@ -59,7 +59,7 @@ from .metrics import Metrics
 from .native import NativeChannel
 from .options import ServeOptions
 from .routes import Opening, Route
-from .session import EnvHost
+from .session import ENV_LOST, EnvHost
 from .source import EnvSource
 from .telemetry import Answer, Recorded, SessionTelemetry, telemetry_token
 from .transport import CONNECTION_LOST, LATER, Channel
@@ -377,8 +377,12 @@ class Server:
         elsewhere = channel.headers.get(PROCESS_HEADER) != PROCESS_TOKEN
         local = client is not None and is_loopback(client[0]) and elsewhere
         counted = self.metrics.messages
+        observe_step = self.metrics.observe_step
         answered = self.answerer(session, route, codec)
+        # A plain step takes the session's shortest path, but where telemetry records exchanges.
+        step_now = None if isinstance(answered, Recorded) else session.step_now
         busy_poll = self.busy_poll
+        perf_counter = time.perf_counter
 
         async def answer(frame: str | bytes, at_once: bool = False) -> Any:
             """Answer one frame; whether the session goes on (:data:`LATER`: not answered,
@@ -386,15 +390,28 @@ class Server:
             message = None
             try:
                 decoded = codec.decode(frame)
-                message = route.parse(decoded)
-                if at_once and message.type not in AT_ONCE:
-                    return LATER
-                if isinstance(message, Close):
-                    return False
-                counted[message.type] += 1
-                response = await answered(message, decoded)
-                if response is None:  # a JSON-RPC notification
-                    return True
+                started = perf_counter()
+                try:
+                    response = None if step_now is None else step_now(decoded)
+                except ENV_LOST as lost:
+                    counted["step"] += 1
+                    await session.recycle(lost)
+                except ProtocolError:
+                    counted["step"] += 1
+                    raise
+                if response is not None:
+                    counted["step"] += 1
+                    observe_step(perf_counter() - started)
+                else:
+                    message = route.parse(decoded)
+                    if at_once and message.type not in AT_ONCE:
+                        return LATER
+                    if isinstance(message, Close):
+                        return False
+                    counted[message.type] += 1
+                    response = await answered(message, decoded)
+                    if response is None:  # a JSON-RPC notification
+                        return True
             except ProtocolError as exc:
                 if exc.code in CLOSING_ERRORS:
                     raise

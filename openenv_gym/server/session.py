@@ -29,7 +29,7 @@ import numbers
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, NoReturn
 
 from ..errors import EnvCallTimeout, ErrorCode, ProtocolError, ToolCallError
 from ..protocol import (
@@ -79,10 +79,14 @@ from .source import EnvSource
 from .tools import Position, ServedTool, ToolOutcome, gym_tools
 
 __all__ = [
-    "EnvHost", "Session", "describe_error", "env_error", "wants_text", "check_injection", "inject_state",
+    "EnvHost", "Session", "ENV_LOST", "describe_error", "env_error", "wants_text", "check_injection", "inject_state",
 ]
 
 logger = logging.getLogger("openenv_gym.server")
+
+#: What an env call raises when its env is lost: it hung (past its deadline or step
+#: timeout) or its process died. The session gets a fresh env (:meth:`EnvHost.recycle`).
+ENV_LOST = (EnvCallTimeout, EnvCrashed)
 
 class EnvHost:
     """What every kind of session shares: one environment (or vector env),
@@ -215,20 +219,33 @@ class EnvHost:
             return call.call_inline(fn, *args, **kwargs) if call.inline else await call(fn, *args, **kwargs)
         except ToolCallError:
             raise  # a tool's own report of why it failed
-        except (EnvCallTimeout, EnvCrashed) as exc:
-            what = "hung" if isinstance(exc, EnvCallTimeout) else "crashed"
-            env, self.env, self._reset_done = self.env, None, False
-            for process in env_processes(env):
-                process.kill()
-            told = f"The environment {what}: {exc}"
-            if self.stop_reason is not None:  # the session is ending: no fresh env for it
-                told += f". {self.stop_reason}"
-            else:
-                await self.start()
-                told += ". This session now has a fresh environment; call reset to start a new episode"
-            raise ProtocolError(ErrorCode.EXECUTION_ERROR, told) from exc
+        except ENV_LOST as exc:
+            await self.recycle(exc)
         except Exception as exc:  # noqa: BLE001 - env errors go back to the client
             raise env_error(exc) from exc
+
+    async def recycle(self, lost: EnvCallTimeout | EnvCrashed) -> NoReturn:
+        """After an env call that hung or whose process died (``lost``): abandon the env
+        (an env in its own process is killed), build a fresh one unless the session is
+        ending, and raise the EXECUTION_ERROR that tells the client so."""
+        what = "hung" if isinstance(lost, EnvCallTimeout) else "crashed"
+        env, self.env, self._reset_done = self.env, None, False
+        for process in env_processes(env):
+            process.kill()
+        told = f"The environment {what}: {lost}"
+        if self.stop_reason is not None:  # the session is ending: no fresh env for it
+            told += f". {self.stop_reason}"
+        else:
+            await self.start()
+            told += ". This session now has a fresh environment; call reset to start a new episode"
+        raise ProtocolError(ErrorCode.EXECUTION_ERROR, told) from lost
+
+    def step_now(self, decoded: Any) -> ServerMessage | None:
+        """The reply to ``decoded`` (a decoded frame) when it is a plain ``step`` that this
+        session answers at once, by the shortest path (``None``: answer it by
+        :meth:`respond`). Raises what the step raises; an env call that hung or crashed
+        raises :data:`ENV_LOST`'s exception, for :meth:`recycle`."""
+        return None
 
     async def close(self) -> None:
         """Close the env, then end what ran it, whatever ends the session.
@@ -308,6 +325,8 @@ class Session(EnvHost):
         self._view: Any = None
         self._view_env: Any = None
         self._tools: dict[str, ServedTool] | None = None
+        #: Whether plain steps may take :meth:`step_now` (a subclass steps its own way).
+        self._plain = type(self) is Session
 
     def speak(self, codec: Codec, query: Mapping[str, str]) -> None:
         super().speak(codec, query)
@@ -392,9 +411,43 @@ class Session(EnvHost):
         obs, reward, terminated, truncated, info = self._env().step(action)
         return obs, reward, terminated, truncated, info, self._obs_text(obs, info) if text else None
 
+    def step_now(self, decoded: Any) -> ServerMessage | None:
+        """A plain step, answered without the general path's layers (:meth:`EnvHost.step_now`):
+        the frame is ``{"type": "step", "data": {"action": ...}}`` and nothing more, the
+        session runs its env calls inline, has an episode and no lock, and is a plain
+        :class:`Session` (its subclasses step otherwise). The checks, the env call, the
+        bookkeeping and the reply are the general path's own (:func:`read_value`,
+        :meth:`env_step`, :meth:`_moved`, :meth:`_observation`): only the way there is shorter."""
+        if type(decoded) is not dict or len(decoded) != 2 or decoded.get("type") != "step" or not self._plain:
+            return None
+        fields = decoded.get("data")
+        if type(fields) is not dict or len(fields) != 1 or "action" not in fields:
+            return None
+        call = self.call
+        if not call.inline or not self._reset_done or self.lock is not None or self.env is None:
+            return None
+        action = gym_data.read_value(self.codec, self.source.action_space, fields["action"], None, ["action"])
+        self.touch()
+        try:
+            outcome = call.call_inline(self.env_step, action, self.text)
+        except ENV_LOST:
+            raise
+        except Exception as exc:  # noqa: BLE001 - env errors go back to the client
+            raise env_error(exc) from exc
+        reward = self._moved(outcome)
+        position = self.position
+        assert position is not None
+        return self._observation(
+            position.obs, reward, position.terminated, position.truncated, position.info, position.text
+        )
+
     async def _advance(self, action: Any, text: bool) -> Any:
         """Step the env with a checked action; the reward (the position moves on)."""
-        obs, reward, terminated, truncated, info, rendered = await self.run(self.env_step, action, text)
+        return self._moved(await self.run(self.env_step, action, text))
+
+    def _moved(self, outcome: tuple[Any, Any, Any, Any, Any, str | None]) -> Any:
+        """The episode after a step (``outcome``: what :meth:`env_step` returned); its reward."""
+        obs, reward, terminated, truncated, info, rendered = outcome
         self.step_count += 1
         kind = type(reward)
         if kind is float or kind is int or (kind is not bool and isinstance(reward, numbers.Real)):

@@ -159,3 +159,37 @@ def test_returned_arrays_are_the_callers_to_write(encoding):
     for array in found:
         array[...] = array  # would raise "assignment destination is read-only"
         assert array.flags.writeable
+
+
+def test_a_small_discrete_space_encodes_each_actions_step_once_per_codec(cartpole_url):
+    """The frames of int actions are made once and reused; any other action (a numpy
+    integer, which travels with its type; an int outside the space) is encoded each time,
+    exactly as the general path encodes it."""
+    env = openenv_gym.RemoteEnv(cartpole_url, encoding="msgpack")
+    try:
+        contract, codec = env.contract, env._session.codec
+        general = codec.encode(contract.step_message(codec, 1).to_wire())
+        first = contract.step_frame(codec, 1)
+        assert first == general and contract.step_frame(codec, 1) is first
+        typed = contract.step_frame(codec, np.int64(1))
+        assert type(codec.decode(typed)["data"]["action"]) is np.int64
+        assert contract.step_frame(codec, 7) is not contract.step_frame(codec, 7)  # outside Discrete(2)
+        env.reset(seed=0)
+        assert env.step(1)[0].shape == (4,) and env.step(np.int64(0))[0].shape == (4,)
+        with pytest.raises(openenv_gym.errors.ValidationError):
+            env.step(7)  # refused by the server, whichever way it was encoded
+        assert env.step(0)[0].shape == (4,)  # and the session goes on
+    finally:
+        env.close()
+
+
+def test_an_error_reply_is_typed_and_raised_not_read_as_an_observation(cartpole_url):
+    env = openenv_gym.RemoteEnv(cartpole_url, encoding="msgpack")
+    try:
+        codec = env._session.codec
+        error = {"type": "error", "data": {"message": "no", "code": "EXECUTION_ERROR"}}
+        assert env.contract.read_decoded(codec, error) is None
+        with pytest.raises(openenv_gym.errors.ExecutionError):
+            env._session.typed(error)
+    finally:
+        env.close()
