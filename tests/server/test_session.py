@@ -24,6 +24,7 @@ from openenv_gym.errors import ErrorCode, ProtocolError
 from openenv_gym.protocol import (
     JSON_SUBPROTOCOL,
     MSGPACK_SUBPROTOCOL,
+    WS_MESSAGES,
     McpReply,
     McpRequest,
     MsgpackBuffersCodec,
@@ -35,6 +36,7 @@ from openenv_gym.protocol import (
     StateReply,
     Step,
     codec_for,
+    parse_message,
 )
 from openenv_gym.protocol import agents as agents_data
 from openenv_gym.protocol import gym as gym_data
@@ -435,3 +437,84 @@ def test_env_caller_counts_the_time_its_calls_run():
 
     for seconds in asyncio.run(scenario()):
         assert 0.03 <= seconds < 0.1
+
+
+# -- the plain step's shortest path (Session.step_now) ------------------------------------
+
+
+@pytest.mark.parametrize("codec", ["msgpack-v2", "msgpack", "json", "stock-json"])
+@pytest.mark.parametrize("env, actions", [
+    ("CartPole-v1", [0, 1, 1, 0, 1]),
+    ("Pendulum-v1", [np.array([0.5], np.float32), np.array([-2.0], np.float32)]),
+    ("FrozenLake-v1", [1, 2, 2, 1]),
+], ids=["cartpole", "pendulum", "frozenlake"])
+def test_a_plain_step_answers_as_the_general_path_does_byte_for_byte(codec, env, actions):
+    """The same seeded episode through ``step_now`` and through ``respond``: the same reply
+    frames, the same episode bookkeeping."""
+    async def scenario():
+        fast, general = await started(gym_session(env, codec)), await started(gym_session(env, codec))
+        for session in (fast, general):
+            await answer(session, Reset(seed=3))
+        wire = fast.codec
+        for action in actions:
+            data = {"action": wire.pack_space(fast.source.action_space, action)}
+            if (hint := wire.hint(action)) is not None:
+                data = {**data, "types": hint}
+            decoded = wire.decode(wire.encode({"type": "step", "data": data}))
+            quick = fast.step_now(decoded)
+            slow = await answer(general, parse_message(decoded, WS_MESSAGES))
+            if "types" in data:  # the general path's: a hinted action takes no short cut
+                assert quick is None
+                quick = await answer(fast, parse_message(decoded, WS_MESSAGES))
+            assert wire.encode(quick.to_wire()) == wire.encode(slow.to_wire())
+            assert (fast.step_count, fast.episode_return) == (general.step_count, general.episode_return)
+        await fast.close(), await general.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_step_that_is_not_plain_or_a_session_not_ready_takes_the_general_path():
+    async def scenario():
+        session = await started(gym_session("CartPole-v1"))
+        step = {"type": "step", "data": {"action": 1}}
+        assert session.step_now(step) is None  # no episode yet: the general path says so
+        await answer(session, Reset(seed=0))
+        for other in (
+            {"type": "step", "data": {"action": 1, "metadata": {}}},
+            {"type": "step", "data": {"type": "list_tools"}},
+            {"type": "step", "data": {"action": 1}, "extra": 1},
+            {"type": "reset", "data": {}},
+            [step],
+        ):
+            assert session.step_now(other) is None, other
+        session.lock = asyncio.Lock()  # a session that outlives its sockets: one request at a time
+        assert session.step_now(step) is None
+        session.lock = None
+        assert session.step_now(step) is not None
+        await session.close()
+        threaded = await started(Session(resolve("CartPole-v1"), codec=codec_for(MSGPACK_SUBPROTOCOL),
+                                         caller=EnvCaller("thread")))
+        await answer(threaded, Reset(seed=0))
+        assert threaded.step_now(step) is None  # its calls wait for its thread
+        await threaded.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_plain_step_refuses_a_bad_action_and_reports_an_env_error_as_the_general_path_does():
+    async def scenario():
+        session = await started(gym_session("CartPole-v1"))
+        await answer(session, Reset(seed=0))
+        with pytest.raises(ProtocolError) as refused:
+            session.step_now({"type": "step", "data": {"action": 5}})
+        with pytest.raises(ProtocolError) as general:
+            await answer(session, Step({"action": 5}))
+        assert (refused.value.code, refused.value.message) == (general.value.code, general.value.message)
+        assert session.step_count == 0
+        session.env.unwrapped.step = lambda action: 1 / 0
+        with pytest.raises(ProtocolError) as failed:
+            session.step_now({"type": "step", "data": {"action": 1}})
+        assert failed.value.code is ErrorCode.EXECUTION_ERROR and "ZeroDivisionError" in failed.value.message
+        await session.close()
+
+    asyncio.run(scenario())
