@@ -7,7 +7,7 @@ so the server's part is the same for every row), one message in flight, interlea
 
 - ``ours``: :class:`openenv_gym.client.connection.Connection`, the client every openenv-gym
   client uses: its own sans-I/O framing (:class:`~openenv_gym.client.framing.ClientFraming`)
-  on a blocking socket;
+  on a socket that never blocks (a reply waited for with one ``poll(2)``);
 - ``picows_private_loop``: picows's client (framing in C) on an event loop of the calling
   thread's own, run until each reply (``run_until_complete``), the way a blocking API can
   use an asyncio-only library;
@@ -195,7 +195,7 @@ def lean_framer(url: str, request: bytes, count: int) -> float:
 
 
 CLIENTS: dict[str, tuple[str, Callable[[str, bytes, int], float]]] = {
-    "ours": ("openenv-gym Connection (ClientFraming, blocking socket)", ours),
+    "ours": ("openenv-gym Connection (ClientFraming; a socket that never blocks, waited on with poll)", ours),
     "picows_private_loop": ("picows client on a private event loop, run until each reply", picows_private_loop),
     "lean_framer": ("lean pure-Python framer (floor: sendall + recv_into, header by struct)", lean_framer),
     "picows_async": ("picows client awaited in a coroutine (an async caller; for reference)", picows_async),
