@@ -741,7 +741,9 @@ class RemoteVectorEnv(PicklesAsArguments, VectorEnv):
     def _copy(self, obs: Any) -> Any:
         """``obs`` as the caller gets it: a copy, or with ``copy=False`` the
         batch itself, but never a read-only view of a received frame."""
-        return deepcopy(obs) if self.copy else owned_arrays(obs)
+        if not self.copy:
+            return owned_arrays(obs)
+        return obs.copy() if type(obs) is np.ndarray else deepcopy(obs)  # one array: no memo to keep
 
     def _output(self, batch: Batch, *, with_ids: bool) -> tuple:
         infos = batch.infos

@@ -342,7 +342,12 @@ def _array_layout(
 
 def _unpack_array(payload: bytes, limits: Limits, known: dict | None = None) -> np.ndarray:
     """The ndarray of an ext payload that carries its bytes (a read-only view of
-    them, made in one call)."""
+    them, made in one call); a header seen before (``known``) is not parsed again."""
+    if known is not None and len(payload) >= _HEADER.size:
+        end = _HEADER.size + payload[0] + payload[1] * _DIM.size
+        layout = known.get(payload[:end])
+        if layout is not None and layout[2] == len(payload) - end:
+            return np.ndarray(layout[1], layout[0], payload, end)
     dtype, shape, _, end = _array_layout(payload, limits, known, inline=True)
     return np.ndarray(shape, dtype, payload, end)
 
