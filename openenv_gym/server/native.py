@@ -41,7 +41,7 @@ from starlette.datastructures import Headers, QueryParams
 
 from .._local import PROCESS_TOKEN
 from ..errors import ErrorCode, ProtocolError
-from ..protocol import NATIVE_HEADER, PROCESS_HEADER, SUBPROTOCOLS, Codec
+from ..protocol import NATIVE_HEADER, PROCESS_HEADER, SUBPROTOCOLS, Codec, codec_for
 from .eager import Suspended, begin
 from .logs import Throttled
 from .transport import CONNECTION_LOST, LATER, wrong_kind
@@ -113,6 +113,9 @@ class NativeChannel:
         #: frame (see :meth:`~.hosting.Server.serve_messages`), which returns
         #: :data:`~.transport.LATER` for a message to answer on the task.
         self.answer_at_once: Callable[[bytes | str], Coroutine[Any, Any, Any]] | None = None
+        #: The kind of frame the session's codec reads: only those are answered at once (one
+        #: of the other kind ends the session, which :meth:`next_frame` says on its task).
+        self._kind = bytes if codec_for(subprotocol).binary else str
         #: What the session's task has to take: frames, and the rest of answers begun at
         #: once (:class:`~.eager.Suspended`), the error one raised, the end (:data:`_GONE`).
         self._queue: collections.deque[Any] = collections.deque()
@@ -130,7 +133,7 @@ class NativeChannel:
         """A message came: answered at once when the session's task waits for one and
         none is queued, else queued for the task."""
         answer = self.answer_at_once
-        if answer is None or self._waiter is None or self._queue or self._closed:
+        if answer is None or self._waiter is None or self._queue or self._closed or type(frame) is not self._kind:
             self._put(frame)
             return
         try:

@@ -14,6 +14,7 @@ import time
 import urllib.request
 
 import gymnasium as gym
+import msgpack
 import numpy as np
 import pytest
 from websockets.exceptions import ConnectionClosed, InvalidStatus
@@ -27,6 +28,8 @@ from openenv_gym.errors import RemoteError
 from openenv_gym.protocol import NATIVE_HEADER, NATIVE_KEY, Reset
 from openenv_gym.server.native import native_available
 from tests.conftest import free_port, serve_args, server_process, wait_until
+
+MSGPACK_V2 = "openenv-gym.msgpack.v2"
 
 pytestmark = pytest.mark.skipif(not native_available(), reason="picows is not installed")
 
@@ -353,3 +356,23 @@ def test_a_client_gone_in_the_middle_of_a_call_ends_its_session():
             again.reset(seed=0)
         finally:
             again.close()
+
+
+@pytest.mark.parametrize("port", ["native", "main"])
+def test_a_frame_of_the_other_kind_ends_the_session_on_both_ports(served, port):
+    """Text on a msgpack session (binary on a JSON one) ends it with SESSION_ERROR on the
+    native listener as on the main port, also when it comes while the session waits for
+    a message (the native listener answers those at once, in its callback)."""
+    url = served.replace("http", "ws") + "/ws"
+    opened = native_ws(served, subprotocols=[MSGPACK_V2]) if port == "native" else connect(
+        url, subprotocols=[MSGPACK_V2], compression=None, open_timeout=10
+    )
+    with opened as sock:
+        sock.send(struct.pack("<I", 0))  # an empty v2 message: an error frame, the session goes on
+        assert msgpack.unpackb(sock.recv(timeout=10)[4:])["data"]["code"] == "INVALID_JSON"
+        time.sleep(0.2)  # the session's task waits for the next message
+        sock.send(json.dumps({"type": "state"}))
+        error = msgpack.unpackb(sock.recv(timeout=10)[4:])["data"]
+        assert error["code"] == "SESSION_ERROR" and "send binary frames" in error["message"]
+        with pytest.raises(ConnectionClosed):
+            sock.recv(timeout=10)
