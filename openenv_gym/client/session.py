@@ -104,7 +104,7 @@ class RemoteSession:
         if connection.pending and not connection.closed:
             self._refuse_unsolicited()
         try:
-            connection.send(message if isinstance(message, (bytes, str)) else self.codec.encode(message.to_wire()))
+            self.send(message)
         except ConnectionClosedError:
             if not connection.pending:
                 raise
@@ -121,8 +121,10 @@ class RemoteSession:
             f"connection was dropped, since its next reply could not be told from them"
         )
 
-    def send(self, message: ClientMessage) -> None:
-        self.connection.send(self.codec.encode(message.to_wire()))
+    def send(self, message: ClientMessage | Frame) -> None:
+        """Send ``message`` (or a frame already encoded) with no more ado."""
+        frame = message if isinstance(message, (bytes, str)) else self.codec.encode(message.to_wire())
+        self.connection.send(frame)
 
     def receive(self) -> ServerMessage:
         return self.typed(self.codec.decode(self._next_frame()))

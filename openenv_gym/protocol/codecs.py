@@ -276,7 +276,7 @@ def _array_header(array: np.ndarray) -> tuple[bytes, np.dtype]:
 def _sendable(array: np.ndarray) -> tuple[bytes, np.ndarray]:
     """The ext header for ``array``, and its data as it travels: little-endian, C order
     (``array`` itself when it already is)."""
-    header, dtype = _HEADERS.get((array.dtype, array.shape)) or _array_header(array)
+    header, dtype = _array_header(array)
     if array.dtype != dtype or not array.flags.c_contiguous:
         array = np.array(array, dtype=dtype, order="C")
     return header, array
@@ -342,12 +342,7 @@ def _array_layout(
 
 def _unpack_array(payload: bytes, limits: Limits, known: dict | None = None) -> np.ndarray:
     """The ndarray of an ext payload that carries its bytes (a read-only view of
-    them, made in one call); a header seen before (``known``) is not parsed again."""
-    if known is not None and len(payload) >= _HEADER.size:
-        end = _HEADER.size + payload[0] + payload[1] * _DIM.size
-        layout = known.get(payload[:end])
-        if layout is not None and layout[2] == len(payload) - end:
-            return np.ndarray(layout[1], layout[0], payload, end)
+    them, made in one call)."""
     dtype, shape, _, end = _array_layout(payload, limits, known, inline=True)
     return np.ndarray(shape, dtype, payload, end)
 
@@ -551,20 +546,14 @@ class MsgpackBuffersCodec(MsgpackCodec):
         self._buffers: list[Any] = []
         self._section_bytes = 0
         self._packer = msgpack.Packer(
-            default=self._pack_default, use_bin_type=True, strict_types=True, autoreset=True,
+            default=functools.partial(_pack_default, arrays=self._array_ext),
+            use_bin_type=True, strict_types=True, autoreset=True,
         )
 
-    def _pack_default(self, value: Any) -> Any:
-        """What msgpack does not know natively: ndarrays first (the commonest, at every
-        step), as :meth:`_array_ext` packs them; the rest as version 1 packs it."""
-        if type(value) is np.ndarray:
-            return self._array_ext(value)
-        return _pack_default(value, arrays=self._array_ext)
-
     def _array_ext(self, array: np.ndarray) -> msgpack.ExtType:
-        header, array = _sendable(array)
         if array.nbytes < OUT_OF_BAND_BYTES:
-            return msgpack.ExtType(EXT_NDARRAY, b"".join((header, array.data if array.ndim else array.tobytes())))
+            return _inline_array(array)
+        header, array = _sendable(array)
         offset = self._section_bytes
         self._buffers.append(array.data)
         gap = -array.nbytes % _ALIGN
