@@ -19,7 +19,7 @@ import os
 import secrets
 from collections.abc import Callable
 
-__all__ = ["PROCESS_TOKEN", "is_loopback", "spin_turn"]
+__all__ = ["MAX_BUSY_POLL", "PROCESS_TOKEN", "busy_poll_problem", "is_loopback", "spin_turn"]
 
 #: A random token of this Python process. A client and a server that see the
 #: same one run in one process, under one GIL: neither busy-polls for the
@@ -33,6 +33,31 @@ PROCESS_TOKEN = secrets.token_hex(8)
 #: a system call; on a busy machine the spinning side no longer holds a core
 #: the answer needs. Where there is no ``sched_yield`` (Windows), it does nothing.
 spin_turn: Callable[[], None] = getattr(os, "sched_yield", lambda: None)
+
+#: The longest busy-poll window either end takes, in seconds. A window is the gap
+#: between two steps worth a core's spinning (the default is 1 ms); a longer one
+#: is a value in the wrong unit, and would keep a core busy long after the peer left.
+MAX_BUSY_POLL = 1.0
+
+
+def busy_poll_problem(value: float | None) -> str | None:
+    """What is wrong with ``value`` as a busy-poll window (``None``: nothing).
+
+        >>> busy_poll_problem(0.001) is None
+        True
+        >>> print(busy_poll_problem(1000))
+        busy_poll is in seconds, at most 1.0, not 1000 (it would spin 1000 s after each message); 1 ms is 0.001, and 0 turns polling off
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        return f"busy_poll must be a number of seconds >= 0 (0: off), not {value!r}"
+    if value > MAX_BUSY_POLL:
+        return (
+            f"busy_poll is in seconds, at most {MAX_BUSY_POLL}, not {value!r} (it would spin {value:g} s after "
+            "each message); 1 ms is 0.001, and 0 turns polling off"
+        )
+    return None
 
 
 def is_loopback(host: str) -> bool:

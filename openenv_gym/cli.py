@@ -189,7 +189,7 @@ def _add_network_options(serve: argparse.ArgumentParser) -> None:
     serve.add_argument(
         "--busy-poll", type=float, default=None, metavar="SECONDS",
         help="after replying to a client on this machine, keep polling for its next "
-        "message this long instead of sleeping (default 0.001; 0 turns it off)",
+        "message this long instead of sleeping (default 0.001; 0 turns it off; at most 1)",
     )
     serve.add_argument(
         "--drain-timeout", type=float, default=30.0, metavar="SECONDS",

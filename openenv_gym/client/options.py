@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict
 
+from .._local import busy_poll_problem
 from .._options import MergedByName
 from ..protocol import CODECS, SUBPROTOCOLS, Limits
 from .retry import Reconnect
@@ -73,7 +74,7 @@ class ConnectOptions(MergedByName):
         compression: ``"deflate"`` to offer permessage-deflate (JSON over slow
             links); off by default, which is what msgpack frames want.
         busy_poll: seconds to poll the socket for each reply before sleeping
-            until it comes. ``None``: 1 ms for a loopback server in another
+            until it comes (at most 1 second). ``None``: 1 ms for a loopback server in another
             process, where waking a sleeping reader costs more than a fast
             step; never for other hosts or a server in this process. 0 never
             polls (the waiting thread uses no CPU). Blocking connections only.
@@ -111,8 +112,8 @@ class ConnectOptions(MergedByName):
         for name in ("max_message_bytes", "max_document_bytes"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
                 raise ValueError(f"{name} must be a positive number of bytes, not {getattr(self, name)!r}")
-        if self.busy_poll is not None and self.busy_poll < 0:
-            raise ValueError(f"busy_poll must be a number of seconds >= 0, not {self.busy_poll!r}")
+        if (problem := busy_poll_problem(self.busy_poll)) is not None:
+            raise ValueError(problem)
         reconnect: Any = self.reconnect
         if reconnect is True:
             object.__setattr__(self, "reconnect", Reconnect())

@@ -32,6 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypedDict, get_args
 
+from .._local import busy_poll_problem
 from .._options import MergedByName
 from ..protocol import Limits
 from .execution import Execution
@@ -114,8 +115,8 @@ class ServeOptions(MergedByName):
     busy_poll: float = DEFAULT_BUSY_POLL
     """Seconds the event loop keeps polling for the next message after replying to a
     client on this machine whose env steps inline (see :class:`~openenv_gym.server.latency.BusyPoll`);
-    it saves a kernel wake-up per step at the price of CPU while a client thinks. 0 turns
-    it off (:func:`~openenv_gym.local_server` does: its server shares the client's process)."""
+    it saves a kernel wake-up per step at the price of CPU while a client thinks. At most
+    1 second (a larger value is one in the wrong unit); 0 turns it off (:func:`~openenv_gym.local_server` does: its server shares the client's process)."""
 
     single_thread: bool | None = None
     """Run every call of the envs (build, reset, step, render, close) on one thread of this
@@ -222,8 +223,8 @@ class ServeOptions(MergedByName):
             problems.append(f"max_held_sessions must be 0 or more (0: none), or None, not {self.max_held_sessions}")
         if self.handshake_timeout <= 0:
             problems.append(f"handshake_timeout must be positive, not {self.handshake_timeout}")
-        if self.busy_poll < 0:
-            problems.append(f"busy_poll must be a number of seconds >= 0 (0: off), not {self.busy_poll!r}")
+        if (problem := busy_poll_problem(self.busy_poll)) is not None:
+            problems.append(problem)
         executions = get_args(Execution)
         if self.execution not in executions:
             problems.append(f"execution must be {_either(executions)}, not {self.execution!r}")

@@ -58,7 +58,7 @@ def test_one_connection_per_process_polls_at_a_time():
     how much CPU a loaded machine gives a spinning thread."""
     app = openenv_gym.create_app(functools.partial(SlowEnv, delay=0.8), execution="thread")
     with asgi_server(app) as url:
-        env = openenv_gym.RemoteEnv(url, busy_poll=2.0)
+        env = openenv_gym.RemoteEnv(url, busy_poll=1.0)
         try:
             env.reset(seed=0)
             # Alone, a waiting connection polls: it holds the lock during its wait.

@@ -14,6 +14,8 @@ import time
 import pytest
 
 import openenv_gym
+from openenv_gym import cli
+from openenv_gym._local import MAX_BUSY_POLL
 from openenv_gym.cli import _parser
 from openenv_gym.client.connection import LOOPBACK_BUSY_POLL
 from openenv_gym.server.latency import BusyPoll, LatencyPolicy
@@ -59,6 +61,23 @@ def test_negative_windows_are_refused_on_both_sides(cartpole_url):
         openenv_gym.RemoteEnv(cartpole_url, busy_poll=-0.5)
 
 
+@pytest.mark.parametrize("window", [1000, 1000.0, 2.5])
+def test_a_window_in_the_wrong_unit_is_refused_on_both_sides_and_by_the_cli(cartpole_url, window, capsys):
+    """Microseconds or milliseconds given as seconds: the server would spin a core for
+    that long after each reply, long after its client left."""
+    says = "busy_poll is in seconds, at most 1.0"
+    with pytest.raises(ValueError, match=says):
+        openenv_gym.create_app("CartPole-v1", busy_poll=window)
+    with pytest.raises(ValueError, match=says):
+        openenv_gym.RemoteEnv(cartpole_url, busy_poll=window)
+    assert cli.main(["serve", "CartPole-v1", "--busy-poll", str(window)]) == 1
+    assert says in capsys.readouterr().err
+
+
+def test_the_largest_window_is_taken():
+    assert openenv_gym.create_app("CartPole-v1", busy_poll=MAX_BUSY_POLL) is not None
+
+
 _CLIENT = """
 import sys, time, openenv_gym
 env = openenv_gym.RemoteEnv(sys.argv[1])
@@ -73,10 +92,12 @@ env.close()
 
 
 def test_the_server_polls_after_replying_to_a_client_in_another_process_then_sleeps():
-    """Windows of 2 s, so that a loaded machine delaying this test by a second still
-    sees the loop spinning after the client's last step, and then stopping."""
-    app = openenv_gym.create_app("CartPole-v1", busy_poll=2.0, execution="inline")
+    """A window of 3 s (set on the server's poller: options take at most 1 s), so that
+    a loaded machine delaying this test by a second still sees the loop spinning after
+    the client's last step, and then stopping."""
+    app = openenv_gym.create_app("CartPole-v1", busy_poll=MAX_BUSY_POLL, execution="inline")
     poll = app.state.openenv_gym.busy_poll
+    poll.window = 3.0
     with asgi_server(app) as url:
         client = subprocess.Popen(
             [sys.executable, "-c", _CLIENT, url], stdout=subprocess.PIPE, text=True, env=subprocess_env()

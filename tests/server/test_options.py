@@ -50,6 +50,7 @@ def test_options_are_frozen_and_merge_by_name():
     ({"max_held_sessions": -1}, "max_held_sessions must be 0 or more"),
     ({"handshake_timeout": 0}, "handshake_timeout must be positive"),
     ({"busy_poll": -0.5}, "busy_poll must be a number of seconds >= 0"),
+    ({"busy_poll": 1000}, "busy_poll is in seconds, at most 1.0, not 1000 (it would spin 1000 s after each message)"),
     ({"execution": "threads"}, "execution must be 'auto', 'thread', 'inline' or 'process', not 'threads'"),
     ({"vector_backend": "threads"}, "vector_backend must be 'auto', "),
     ({"mode": "staging"}, "the server mode is simulation or production, not 'staging'"),
