@@ -45,8 +45,10 @@ def busy_poll_problem(value: float | None) -> str | None:
 
         >>> busy_poll_problem(0.001) is None
         True
-        >>> print(busy_poll_problem(1000))
-        busy_poll is in seconds, at most 1.0, not 1000 (it would spin 1000 s after each message); 1 ms is 0.001, and 0 turns polling off
+        >>> for part in busy_poll_problem(1000).split("; "):
+        ...     print(part)
+        busy_poll is in seconds, at most 1.0, not 1000 (it would spin 1000 s after each message)
+        1 ms is 0.001, and 0 turns polling off
     """
     if value is None:
         return None

@@ -116,7 +116,8 @@ class ServeOptions(MergedByName):
     """Seconds the event loop keeps polling for the next message after replying to a
     client on this machine whose env steps inline (see :class:`~openenv_gym.server.latency.BusyPoll`);
     it saves a kernel wake-up per step at the price of CPU while a client thinks. At most
-    1 second (a larger value is one in the wrong unit); 0 turns it off (:func:`~openenv_gym.local_server` does: its server shares the client's process)."""
+    1 second (a larger value is one in the wrong unit); 0 turns it off
+    (:func:`~openenv_gym.local_server` does: its server shares the client's process)."""
 
     single_thread: bool | None = None
     """Run every call of the envs (build, reset, step, render, close) on one thread of this
