@@ -142,7 +142,10 @@ class MinimalVecClient:
 
     def _request(self, message: dict) -> dict:
         self.connection.send(self.codec.encode(message))
-        return self.codec.decode(self.connection.recv(30))
+        reply = self.codec.decode(self.connection.recv(30))
+        if reply.get("type") == "error":
+            raise RuntimeError(f"the server refused {message['type']!r}: {reply.get('data')}")
+        return reply
 
     def reset(self) -> np.ndarray:
         return np.array(self._request({"type": "reset", "data": {"seed": 0}})["data"]["obs"])
