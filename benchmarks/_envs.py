@@ -13,6 +13,10 @@ benchmarks' notes on the N=8 image row).
 
 With ``render_mode="rgb_array"`` it renders 84x84 RGB noise (the web page's benchmark).
 
+``RandomImageWorkEnv``: the same env's work (the same random bytes drawn at every reset and
+step) with a 1-byte observation, its first pixel: served beside ``RandomImageEnv``, the
+difference is what moving the image costs (``bench_payload.py``).
+
 ``SlowStep``: any env whose reset and step also sleep a few milliseconds, standing for the
 latency of an env a language model acts in (``_envs:make_slow_frozen_lake``, for
 ``bench_async_rollouts.py``).
@@ -75,6 +79,28 @@ class RandomImageEnv(gym.Env):
 def make_image_env(**kwargs: Any) -> RandomImageEnv:
     """Factory for ``openenv-gym serve _envs:make_image_env``."""
     return RandomImageEnv(**kwargs)
+
+
+class RandomImageWorkEnv(RandomImageEnv):
+    """:class:`RandomImageEnv`'s work, drawing its frame at every reset and step, with an
+    observation of one byte (the frame's first): its payload without the image."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.observation_space = gym.spaces.Box(0, 255, (1,), np.uint8)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        frame, info = super().reset(seed=seed, options=options)
+        return frame.reshape(-1)[:1].copy(), info
+
+    def step(self, action: Any):
+        frame, reward, terminated, truncated, info = super().step(action)
+        return frame.reshape(-1)[:1].copy(), reward, terminated, truncated, info
+
+
+def make_image_work_env(**kwargs: Any) -> RandomImageWorkEnv:
+    """Factory for ``openenv-gym serve _envs:make_image_work_env``."""
+    return RandomImageWorkEnv(**kwargs)
 
 
 class SlowStep(gym.Wrapper):
