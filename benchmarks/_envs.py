@@ -89,13 +89,8 @@ class RandomImageWorkEnv(RandomImageEnv):
         super().__init__(**kwargs)
         self.observation_space = gym.spaces.Box(0, 255, (1,), np.uint8)
 
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
-        frame, info = super().reset(seed=seed, options=options)
-        return frame.reshape(-1)[:1].copy(), info
-
-    def step(self, action: Any):
-        frame, reward, terminated, truncated, info = super().step(action)
-        return frame.reshape(-1)[:1].copy(), reward, terminated, truncated, info
+    def _frame(self) -> np.ndarray:
+        return super()._frame().reshape(-1)[:1].copy()  # the whole frame stays drawn, and rendered
 
 
 def make_image_work_env(**kwargs: Any) -> RandomImageWorkEnv:
