@@ -6,13 +6,15 @@ without their 84x84x4 observations, beside ``AsyncVectorEnv``.
 Two ``openenv-gym serve`` processes on 127.0.0.1, both with their defaults (busy polling
 on): one serves ``_envs:make_image_env`` (each step draws 28 KB of random bytes and
 returns them as the observation), the other ``_envs:make_image_work_env`` (draws the same
-bytes, returns one of them). A ``RemoteVectorEnv`` of 8 envs, batched, steps each, and
-``AsyncVectorEnv`` steps 8 image envs in the client's process tree, each config in a client
-process of its own, the configs interleaved within each rep. The step rate without the image
-over the rate with it says what the 225 KB reply costs a step: encoding it, the kernel's two
-copies, decoding it, the copy ``copy=True`` asks for. That is the most a transport that
-moved no bytes (shared memory, say) could gain. Writes ``benchmarks/results/payload.json``
-and its section of ``docs/benchmarks.md``.
+bytes, returns one of them). A ``RemoteVectorEnv`` of 8 envs, batched, steps each (the image
+env twice: its observations through a shared section, the default on one machine, and
+through the socket, ``shared_memory=False``), and ``AsyncVectorEnv`` steps 8 image envs in
+the client's process tree, each config in a client process of its own, the configs
+interleaved within each rep. The step rate without the image over the rate with it says
+what the 225 KB reply costs a step: through the socket, encoding it, the kernel's two copies,
+decoding it, the copy ``copy=True`` asks for; through the section, a copy in, a copy out and
+that last copy. Writes ``benchmarks/results/payload.json`` and its section of
+``docs/benchmarks.md``.
 """
 
 from __future__ import annotations
@@ -37,13 +39,19 @@ SERVERS = {"image": "_envs:make_image_env", "work": "_envs:make_image_work_env"}
 #: Each config: its label, and the server it steps (``None``: AsyncVectorEnv, no server).
 CONFIGS = {
     "async": ("gymnasium AsyncVectorEnv, 8 image envs (shared memory, 8 worker processes)", None),
-    "image": ("RemoteVectorEnv batched, the image env (84x84x4 observations)", "image"),
+    "image": ("RemoteVectorEnv batched, the image env (84x84x4 observations; shared section)", "image"),
+    "socket": ("RemoteVectorEnv batched, the image env, its observations through the socket "
+               "(`shared_memory=False`)", "image"),
     "work": ("RemoteVectorEnv batched, the same work, 1-byte observations", "work"),
 }
 RATIOS = [
     ("image / AsyncVectorEnv (the N=8 image row)", "image", "async"),
+    ("image through the socket / AsyncVectorEnv", "socket", "async"),
     ("no image / AsyncVectorEnv", "work", "async"),
-    ("no image / image: what the image costs a step", "work", "image"),
+    ("image: shared section / socket", "image", "socket"),
+    ("no image / image through the socket: what moving the image through the socket costs a step",
+     "work", "socket"),
+    ("no image / image: what the image still costs a step with a shared section", "work", "image"),
 ]
 
 
@@ -78,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
             params = {"kind": "async", "env": "image", "num_envs": NUM_ENVS}
             if server is not None:
                 params = {"kind": "batched", "env": "image", "num_envs": NUM_ENVS, "base_url": server.base_url,
-                          "remote": {"mode": "batched", "encoding": "msgpack"}}
+                          "remote": {"mode": "batched", "encoding": "msgpack", "shared_memory": name != "socket"}}
             _, result = worker.measure("bench_vector:VecClient", params, server=server, window_s=args.window,
                                        max_iters=10 ** 6, warmup_s=0.2, warmup_iters=50)
             rates[name].append(result["steps_per_s"])
@@ -108,8 +116,9 @@ def render(data: dict) -> str:
         "Two servers, busy polling on (the default): one serves the image env, the other the same "
         "work with a 1-byte observation (`_envs.RandomImageWorkEnv`: each step draws the same 28 KB "
         "of random bytes). What the second gains over the first is what the 225 KB reply of a step "
-        "of 8 envs costs: encoding it, the kernel's two copies, decoding it, and the copy that "
-        "`copy=True` asks for; the most a transport that moved no bytes could gain.",
+        "of 8 envs costs: through the socket (`shared_memory=False`), encoding it, the kernel's two "
+        "copies, decoding it, and the copy that `copy=True` asks for; through a shared section (the "
+        "default on one machine, docs/operations.md), a copy in, a copy out and that last copy.",
         "",
         "| client | batched steps/s (8 envs each) |",
         "|---|---|",

@@ -54,6 +54,7 @@ KINDS = {
     "sync": "gymnasium SyncVectorEnv (in-process, the anchor)",
     "batched": "RemoteVectorEnv batched (msgpack), busy polling (default)",
     "batched_nopoll": "RemoteVectorEnv batched (msgpack), no polling",
+    "batched_socket": "RemoteVectorEnv batched (msgpack), busy polling, arrays through the socket (no shared section)",
     "batched_python": "RemoteVectorEnv batched (msgpack), no polling, main port (pure-Python fallback)",
     "batched_v1": "RemoteVectorEnv batched (msgpack version 1 frames: arrays inside the message), no polling",
     "sessions_msgpack": "RemoteVectorEnv sessions (msgpack)",
@@ -63,11 +64,13 @@ KINDS = {
 }
 #: ``RemoteVectorEnv`` keyword arguments of our kinds; ``busy_poll=0`` also picks the
 #: server started with ``--busy-poll 0``; ``native=False`` stays on its main port;
-#: ``msgpack_version=1`` is a client of the version before frames carried arrays after
+#: ``shared_memory=False`` takes the arrays of replies through the socket, not a shared
+#: section; ``msgpack_version=1`` is a client of the version before frames carried arrays after
 #: the message (it offers only ``openenv-gym.msgpack.v1``).
 REMOTE = {
     "batched": {"mode": "batched", "encoding": "msgpack"},
     "batched_nopoll": {"mode": "batched", "encoding": "msgpack", "busy_poll": 0.0},
+    "batched_socket": {"mode": "batched", "encoding": "msgpack", "shared_memory": False},
     "batched_python": {"mode": "batched", "encoding": "msgpack", "busy_poll": 0.0, "native": False},
     "batched_v1": {"mode": "batched", "encoding": "msgpack", "busy_poll": 0.0, "msgpack_version": 1},
     "sessions_msgpack": {"mode": "sessions", "encoding": "msgpack"},
@@ -97,6 +100,11 @@ TARGETS = [
      "cartpole/batched_nopoll/64", "cartpole/batched_python/64", None),
     ("image batched, no polling, N=8: native listener / main port",
      "image/batched_nopoll/8", "image/batched_python/8", None),
+    ("CartPole batched N=64: shared section / socket",
+     "cartpole/batched/64", "cartpole/batched_socket/64", None),
+    ("image batched N=8: shared section / socket", "image/batched/8", "image/batched_socket/8", None),
+    ("image batched N=8, arrays through the socket (no shared section) / AsyncVectorEnv N=8",
+     "image/batched_socket/8", "image/async/8", None),
     ("CartPole batched, no polling, N=64: msgpack version 2 / version 1 frames",
      "cartpole/batched_nopoll/64", "cartpole/batched_v1/64", None),
     ("image batched, no polling, N=8: msgpack version 2 / version 1 frames",

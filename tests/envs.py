@@ -201,6 +201,28 @@ class GrowingEnv(gym.Env):
         return np.zeros(1, np.float32), 1.0, False, False, {"kept_mb": len(self._kept) * self.megabytes}
 
 
+class PixelsEnv(gym.Env):
+    """84x84x4 uint8 frames of seeded noise, a Discrete(4) action, 50-step episodes: an
+    Atari-sized observation whose every byte a copy gone wrong would show."""
+
+    def __init__(self) -> None:
+        self.observation_space = spaces.Box(0, 255, shape=(84, 84, 4), dtype=np.uint8)
+        self.action_space = spaces.Discrete(4)
+        self._t = 0
+
+    def _frame(self) -> np.ndarray:
+        return self.np_random.integers(0, 256, size=(84, 84, 4), dtype=np.uint8)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self._t = 0
+        return self._frame(), {}
+
+    def step(self, action):
+        self._t += 1
+        return self._frame(), float(action), False, self._t >= 50, {}
+
+
 class GraphEnv(gym.Env):
     """Graph observations (one of Gymnasium's testing spaces), episodes of
     ``length`` steps: a ``final_obs`` of same-step autoreset is a ``GraphInstance``."""

@@ -187,7 +187,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("fields", "text"),                         # named-field envs; text views
     ("protocol",),                              # every message, sans I/O
     ("spaces",),                                # values of spaces
-    ("errors", "_extras", "_version", "_options", "_local"),  # what any part may use
+    ("errors", "_extras", "_version", "_options", "_local", "_section"),  # what any part may use
 )
 
 

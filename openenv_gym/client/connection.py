@@ -47,6 +47,7 @@ from websockets.typing import Subprotocol
 from websockets.uri import parse_uri
 
 from .._local import PROCESS_TOKEN, is_loopback, spin_turn
+from .._section import ClientSection
 from ..errors import ConnectionClosedError, LimitExceededError, MessageTimeoutError
 from ..protocol import PROCESS_HEADER
 from .framing import ClientFraming
@@ -148,6 +149,9 @@ class Connection:
         self._protocol = protocol
         self.url = url
         self.subprotocol = subprotocol
+        #: The shared section the server's replies may put their arrays in (a native
+        #: listener on this machine: :func:`~openenv_gym.client.native.open_connection`).
+        self.section: ClientSection | None = None
         #: The headers of the server's handshake reply.
         self.response_headers: Any = {}
         self._lock = threading.Lock()
@@ -286,6 +290,8 @@ class Connection:
                 pass
             finally:
                 self._closed.set()
+                if self.section is not None:
+                    self.section.close()
                 try:
                     self._sock.close()
                 except OSError:

@@ -30,8 +30,10 @@ import urllib.parse
 from collections.abc import Mapping
 from typing import Any
 
+from .._local import is_loopback
+from .._section import ClientSection, supported
 from ..errors import OpenEnvGymError
-from ..protocol import NATIVE_HEADER, NATIVE_KEY
+from ..protocol import NATIVE_HEADER, NATIVE_KEY, SECTION_HEADER
 from .connection import Connection, http_url, ws_url
 from .http import get_json
 from .options import ConnectOptions
@@ -55,6 +57,9 @@ class _Advertised:
 _lock = threading.Lock()
 #: The native listener each server (by base URL) advertised, while it is reachable.
 _advertised: dict[str, _Advertised] = {}
+#: The native listeners whose shared section this process could not attach (another user,
+#: another container): their connections no longer offer one.
+_unattached: set[_Advertised] = set()
 
 
 def read_schema(base_url: str, options: ConnectOptions) -> Any:
@@ -119,10 +124,17 @@ def native_attempt(base_url: str, path: str, options: ConnectOptions) -> NativeA
     host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
     timeout = options.connect_timeout
     timeout = NATIVE_CONNECT_TIMEOUT if timeout is None else min(NATIVE_CONNECT_TIMEOUT, timeout)
+    headers = dict(options.headers)
+    if options.shared_memory and _SECTIONS and is_loopback(parts.hostname) and advertised not in _unattached:
+        headers[SECTION_HEADER] = "offer"
     return NativeAttempt(
-        base_url, f"ws://{host}:{advertised.port}{path}", dataclasses.replace(options, connect_timeout=timeout),
-        advertised,
+        base_url, f"ws://{host}:{advertised.port}{path}",
+        dataclasses.replace(options, connect_timeout=timeout, headers=headers), advertised,
     )
+
+
+#: Whether this process can attach shared sections (:func:`openenv_gym._section.supported`).
+_SECTIONS = supported()
 
 
 def open_connection(base_url: str, path: str, options: ConnectOptions) -> Connection:
@@ -138,6 +150,12 @@ def open_connection(base_url: str, path: str, options: ConnectOptions) -> Connec
             attempt.failed(exc)
         else:
             if attempt.answered(connection.response_headers):
+                announced = connection.response_headers.get(SECTION_HEADER)
+                if announced is not None and SECTION_HEADER in attempt.options.headers:
+                    connection.section = ClientSection.attach(announced, options.max_message_bytes)
+                    if connection.section is None:
+                        with _lock:
+                            _unattached.add(attempt.advertised)
                 return connection
             connection.close(timeout=0.1)
     return Connection.open(ws_url(base_url, path), options)

@@ -81,6 +81,10 @@ class ConnectOptions(MergedByName):
         native: reach an openenv-gym server's WebSockets on its native listener
             when it advertises one and it can be reached (:mod:`~openenv_gym.client.native`),
             its main port otherwise; ``False`` always uses the main port.
+        shared_memory: on the native listener of a loopback server, offer to take the
+            arrays of replies (observations) through a section of memory both processes
+            map instead of the socket (:mod:`openenv_gym._section`; Linux on x86-64, a
+            server of the same user that this process can see); ``False`` never offers.
         reconnect: recover lost connections (``True`` for the default
             :class:`~openenv_gym.client.retry.Reconnect` policy); each client
             says what that means for its episodes. Off by default: errors are
@@ -101,6 +105,7 @@ class ConnectOptions(MergedByName):
     compression: Literal["deflate"] | None = None
     busy_poll: float | None = None
     native: bool = True
+    shared_memory: bool = True
     reconnect: Reconnect | None = None
 
     def __post_init__(self) -> None:
@@ -168,4 +173,5 @@ class ConnectKwargs(TypedDict, total=False):
     compression: Literal["deflate"] | None
     busy_poll: float | None
     native: bool
+    shared_memory: bool
     reconnect: Reconnect | bool | None

@@ -93,7 +93,7 @@ class RemoteSession:
         reply as decoded, not yet typed (:meth:`typed` types it): what a caller that reads
         the commonest reply itself uses (:meth:`~.remote_env.RemoteEnv.step`)."""
         self.send_request(frame)
-        return self.codec.decode(self._next_frame())
+        return self.codec.decode(self._next_frame(), self.connection.section)
 
     def send_request(self, message: ClientMessage | Frame) -> None:
         """Send ``message`` (or a frame already encoded), whose reply :meth:`receive` reads.
@@ -127,7 +127,7 @@ class RemoteSession:
         self.connection.send(frame)
 
     def receive(self) -> ServerMessage:
-        return self.typed(self.codec.decode(self._next_frame()))
+        return self.typed(self.codec.decode(self._next_frame(), self.connection.section))
 
     def typed(self, decoded: Any) -> ServerMessage:
         """The reply ``decoded`` as a typed message of the route. An error frame raises

@@ -10,7 +10,8 @@ stock JSON             text JSON    JSON types only; no type hints (a stock peer
 openenv-gym JSON       text JSON    JSON types, plus type hints to rebuild numpy types
 msgpack (version 1)    binary       ndarrays as raw bytes, numpy scalars, tuples kept
 msgpack (version 2)    binary       as version 1, but arrays of 512 bytes or more travel
-                                    after the message, 16-byte aligned
+                                    after the message, 16-byte aligned, or in a shared
+                                    section (:class:`SectionWriter`, :class:`SectionReader`)
 =====================  ===========  ===================================================
 
 Servers and clients never test which codec they hold: they ask it to
@@ -54,7 +55,7 @@ import json
 import math
 import struct
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 import gymnasium as gym
 import msgpack
@@ -75,6 +76,8 @@ from .hints import ARRAY_DTYPES, apply_type_hints, jsonable, number_hint, type_h
 
 __all__ = [
     "Codec",
+    "SectionWriter",
+    "SectionReader",
     "JsonCodec",
     "MsgpackCodec",
     "MsgpackBuffersCodec",
@@ -85,6 +88,26 @@ __all__ = [
     "codec_for",
     "loads_json",
 ]
+
+
+class SectionWriter(Protocol):
+    """Where a version 2 msgpack frame may put its arrays instead of after its message: memory
+    the peer maps too (:class:`openenv_gym._section.ServerSection`). ``reserve(nbytes)`` says
+    whether a frame's ``nbytes`` of arrays may be written to ``data`` now, counting it written."""
+
+    data: memoryview
+
+    def reserve(self, nbytes: int) -> bool: ...
+
+
+class SectionReader(Protocol):
+    """The reading end of a :class:`SectionWriter` (:class:`openenv_gym._section.ClientSection`):
+    ``data`` holds the arrays of a frame that says they are there; ``consumed()`` counts the
+    frame read once they are copied out, and the writer may use ``data`` again."""
+
+    data: memoryview
+
+    def consumed(self) -> None: ...
 
 
 class Codec:
@@ -115,10 +138,14 @@ class Codec:
         openenv-gym peer at the other end)."""
         return cls(limits)
 
-    def encode(self, message: Any) -> Frame:
+    def encode(self, message: Any, section: SectionWriter | None = None) -> Frame:
+        """``message`` as a frame; its arrays in ``section`` when the codec has one and
+        ``section.reserve`` allows it (version 2 msgpack; the others ignore it)."""
         raise NotImplementedError
 
-    def decode(self, frame: Frame) -> Any:
+    def decode(self, frame: Frame, section: SectionReader | None = None) -> Any:
+        """The message in ``frame``, its arrays copied out of ``section`` when the frame
+        says they are there (version 2 msgpack; the others ignore it)."""
         raise NotImplementedError
 
     # -- values -------------------------------------------------------------
@@ -215,7 +242,7 @@ class JsonCodec(Codec):
     def negotiated(cls, limits: Limits | None = None) -> JsonCodec:
         return cls(limits, extended=True)
 
-    def encode(self, message: Any) -> str:
+    def encode(self, message: Any, section: SectionWriter | None = None) -> str:
         try:
             text = self._encoder.encode(message)
         except TypeError:
@@ -230,7 +257,7 @@ class JsonCodec(Codec):
                 text = self._ascii_encoder.encode(message)
         return text
 
-    def decode(self, frame: Frame) -> Any:
+    def decode(self, frame: Frame, section: SectionReader | None = None) -> Any:
         return loads_json(frame, self.limits)
 
     def pack_data(self, value: Any) -> tuple[Any, Any]:
@@ -397,16 +424,18 @@ class MsgpackCodec(Codec):
         self._tuple_depth = 0
         self._ext_objects = 0
         self._known_headers: dict[bytes, tuple] = {}
-        #: While a version 2 frame decodes: the frame, where its array section starts,
-        #: and how far into the section its arrays (padded to 16 bytes) reach.
-        self._frame: bytes | None = None
+        #: While a version 2 frame decodes: the frame (or the shared section holding its
+        #: arrays), where its array section starts, how far into the section its arrays
+        #: (padded to 16 bytes) reach, and whether they are copied out (a shared section's).
+        self._frame: bytes | memoryview | None = None
         self._section = 0
         self._section_end = 0
+        self._copy_arrays = False
 
-    def encode(self, message: Any) -> bytes:
+    def encode(self, message: Any, section: SectionWriter | None = None) -> bytes:
         return self._packer.pack(message)
 
-    def decode(self, frame: Frame) -> Any:
+    def decode(self, frame: Frame, section: SectionReader | None = None) -> Any:
         frame = self._binary(frame)
         self._ext_objects = 0
         message = self._unpack(frame)
@@ -480,7 +509,8 @@ class MsgpackCodec(Codec):
                 f"the end of the frame's array section ({max(available, 0)} bytes)",
             )
         self._section_end = max(self._section_end, offset + declared + (-declared % _ALIGN))
-        return np.ndarray(shape, dtype, frame, self._section + offset)
+        array = np.ndarray(shape, dtype, frame, self._section + offset)
+        return array.copy() if self._copy_arrays else array
 
     def _unpack(self, data: bytes | memoryview) -> Any:
         limits = self.limits
@@ -512,6 +542,8 @@ OUT_OF_BAND_BYTES = 512
 _ALIGN = 16
 _PADDING = bytes(_ALIGN)
 _BODY = struct.Struct("<I")  # the length of a version 2 frame's msgpack message
+#: Set in a version 2 frame's length: its arrays are in the connection's shared section, not after it.
+_IN_SECTION = 1 << 31
 _OFFSET = struct.Struct("<Q")  # where an out-of-band array's bytes start in the array section
 
 
@@ -529,6 +561,13 @@ class MsgpackBuffersCodec(MsgpackCodec):
     A decoded array is a read-only view of the frame's bytes, and keeps the whole frame
     alive while it lives. Its declared size is checked against the limits, and its bytes
     against the section, before the view is made.
+
+    Between two processes of one machine the array section may instead be a section of
+    memory both map (:mod:`openenv_gym._section`): ``encode(message, section)`` writes it
+    there when ``section.reserve`` allows and sets the top bit of the frame's length, and
+    the frame ends with the message; ``decode(frame, section)`` then copies each array out
+    (the next frame reuses the section: these arrays are the caller's, writable) and calls
+    ``section.consumed()``. A frame with that bit on a connection without a section is refused.
 
         >>> import numpy as np
         >>> codec = MsgpackBuffersCodec()
@@ -562,20 +601,22 @@ class MsgpackBuffersCodec(MsgpackCodec):
         self._section_bytes += array.nbytes + gap
         return msgpack.ExtType(EXT_NDARRAY_OUT_OF_BAND, header + _OFFSET.pack(offset))
 
-    def encode(self, message: Any) -> bytes:
+    def encode(self, message: Any, section: SectionWriter | None = None) -> bytes:
         self._section_bytes = 0
         try:
             body = self._packer.pack(message)
             buffers = self._buffers
         finally:
             self._buffers = []
-        prefix = _BODY.pack(len(body))
         if not buffers:
-            return prefix + body
+            return _BODY.pack(len(body)) + body
+        if section is not None and section.reserve(self._section_bytes):
+            _write_section(section.data, buffers)
+            return _BODY.pack(len(body) | _IN_SECTION) + body
         gap = -(_BODY.size + len(body)) % _ALIGN
-        return b"".join([prefix, body, _PADDING[:gap], *buffers])
+        return b"".join([_BODY.pack(len(body)), body, _PADDING[:gap], *buffers])
 
-    def decode(self, frame: Frame) -> Any:
+    def decode(self, frame: Frame, section: SectionReader | None = None) -> Any:
         frame = self._binary(frame)
         if len(frame) < _BODY.size:
             raise ProtocolError(
@@ -583,21 +624,33 @@ class MsgpackBuffersCodec(MsgpackCodec):
                 f"Truncated frame of {len(frame)} bytes: a {self.subprotocol} frame starts with the "
                 f"{_BODY.size}-byte length of its msgpack message",
             )
-        end = _BODY.size + _BODY.unpack_from(frame)[0]
+        length = _BODY.unpack_from(frame)[0]
+        shared = bool(length & _IN_SECTION)
+        end = _BODY.size + (length & ~_IN_SECTION)
         if end > len(frame):
             raise ProtocolError(
                 ErrorCode.INVALID_JSON,
                 f"The frame says its msgpack message has {end - _BODY.size} bytes, "
                 f"but it holds {len(frame) - _BODY.size}",
             )
-        self._frame = frame = bytes(frame)
-        self._section = end + (-end % _ALIGN)
+        frame = bytes(frame)
+        if shared:
+            if section is None:
+                raise ProtocolError(
+                    ErrorCode.INVALID_JSON,
+                    "The frame says its arrays are in a shared section, and this connection has none",
+                )
+            self._frame, self._section, self._copy_arrays = section.data, 0, True
+        else:
+            self._frame, self._section = frame, end + (-end % _ALIGN)
         self._ext_objects = self._section_end = 0
         try:
             message = self._unpack(memoryview(frame)[_BODY.size : end])
         finally:
-            self._frame = None
-        used = self._section + self._section_end if self._section_end else end
+            self._frame, self._copy_arrays = None, False
+            if shared and section is not None:
+                section.consumed()
+        used = end if shared or not self._section_end else self._section + self._section_end
         if len(frame) > used:
             raise ProtocolError(
                 ErrorCode.INVALID_JSON,
@@ -605,6 +658,16 @@ class MsgpackBuffersCodec(MsgpackCodec):
             )
         check_shape(message, self.limits, end)
         return message
+
+
+def _write_section(data: memoryview, buffers: list[Any]) -> None:
+    """Write a frame's array section (its arrays and their padding, in order) to ``data``."""
+    target = np.frombuffer(data, np.uint8)
+    at = 0
+    for buffer in buffers:
+        source = np.frombuffer(buffer, np.uint8)
+        target[at : at + source.size] = source
+        at += source.size
 
 
 #: Every codec openenv-gym speaks, in its order of preference: a server selects the first

@@ -33,6 +33,7 @@ __all__ = [
     "PROCESS_HEADER",
     "NATIVE_KEY",
     "NATIVE_HEADER",
+    "SECTION_HEADER",
 ]
 
 #: One WebSocket message: text (JSON) or binary (msgpack).
@@ -50,6 +51,11 @@ NATIVE_KEY = "x-openenv-gym-native"
 #: Handshake response header of the native listener, carrying the ``id`` it advertises:
 #: a client that reaches some other server on that port can tell.
 NATIVE_HEADER = "x-openenv-gym-native"
+
+#: Handshake header of a shared section (:mod:`openenv_gym._section`): ``offer`` in the
+#: request of a client that can attach one, and the section's announcement (``"pid fd size
+#: nonce"``) in the reply of a native listener that made one for the connection.
+SECTION_HEADER = "x-openenv-gym-section"
 
 
 @dataclass(frozen=True)

@@ -235,14 +235,14 @@ class Server:
             subprotocol=chosen, headers=[(PROCESS_HEADER.encode(), PROCESS_TOKEN.encode())]
         )
         codec = codec_for(chosen, self.options.limits)
-        send = channel.send_frame
+        send, section = channel.send_frame, channel.section
         metrics = self.metrics
 
         async def reply(message: ServerMessage) -> None:
             if isinstance(message, ErrorReply):
                 metrics.errors[ErrorCode(message.code).value] += 1
             try:
-                frame = codec.encode(message.to_wire())
+                frame = codec.encode(message.to_wire(), section)
             except Exception as exc:  # noqa: BLE001 - an unencodable reply is an env error
                 frame = codec.encode(
                     ErrorReply(

@@ -40,8 +40,17 @@ from typing import TYPE_CHECKING, Any
 from starlette.datastructures import Headers, QueryParams
 
 from .._local import PROCESS_TOKEN
+from .._section import ServerSection, budget
 from ..errors import ErrorCode, ProtocolError
-from ..protocol import NATIVE_HEADER, PROCESS_HEADER, SUBPROTOCOLS, Codec, codec_for
+from ..protocol import (
+    NATIVE_HEADER,
+    PROCESS_HEADER,
+    SECTION_HEADER,
+    SUBPROTOCOLS,
+    Codec,
+    MsgpackBuffersCodec,
+    codec_for,
+)
 from .eager import Suspended, begin
 from .logs import Throttled
 from .transport import CONNECTION_LOST, LATER, wrong_kind
@@ -102,9 +111,11 @@ class NativeChannel:
     answer, a message the server answers on the task, the error that ends the session).
     Frames travel as they are, in and out: no event object per message."""
 
-    def __init__(self, scope: dict, subprotocol: str | None) -> None:
+    def __init__(self, scope: dict, subprotocol: str | None, section: ServerSection | None = None) -> None:
         self.scope = scope
         self.subprotocol = subprotocol
+        #: The connection's shared section, if its client offered one (:mod:`openenv_gym._section`).
+        self.section = section
         self.query_params = QueryParams(scope["query_string"])
         self.headers = Headers(scope=scope)
         self.transport: Any = None
@@ -232,12 +243,16 @@ class NativeChannel:
     def abort(self) -> None:
         """Drop the connection now, without a closing handshake."""
         self._closed = True
+        if self.section is not None:
+            self.section.close()
         if self.transport is not None:
             self.transport.disconnect(graceful=False)
 
     def lost(self) -> None:
         """The connection is gone: the session learns it now, even in an env call."""
         self._closed = True
+        if self.section is not None:
+            self.section.close()
         self._put(_GONE)
         gone = self.scope.get(CONNECTION_LOST)
         if gone is not None:
@@ -384,6 +399,9 @@ class NativeListener:
         self.id = secrets.token_hex(8)
         #: The port it listens on, once started.
         self.port: int | None = None
+        #: Shared sections open, and how many may be (:func:`openenv_gym._section.budget`).
+        self._sections = 0
+        self._max_sections = budget()
 
     async def start(self, sock: socket.socket) -> None:
         """Listen on ``sock`` (bound, from :func:`~.listen.listening_socket`), on the running loop."""
@@ -445,10 +463,32 @@ class NativeListener:
         extra = {PROCESS_HEADER: PROCESS_TOKEN, NATIVE_HEADER: self.id}
         if chosen is not None:
             extra["Sec-WebSocket-Protocol"] = chosen
-        channel = NativeChannel(scope, chosen)
+        section = self._section_for(headers.get(SECTION_HEADER), chosen)
+        if section is not None:
+            extra[SECTION_HEADER] = section.announcement
+        channel = NativeChannel(scope, chosen, section)
         return picows.WSUpgradeResponseWithListener(
             picows.WSUpgradeResponse.create_101_response(extra_headers=extra), _Connection(self, route, channel)
         )
+
+
+    def _section_for(self, offer: str | None, chosen: str | None) -> ServerSection | None:
+        """A shared section for a connection whose client offers to attach one and speaks
+        the frames that can use it (``None`` otherwise, or where sections cannot be made)."""
+        if offer != "offer" or chosen != MsgpackBuffersCodec.subprotocol:
+            return None
+        if self._sections >= self._max_sections:
+            return None  # none here, or enough open: this connection's replies travel in their frames
+        try:
+            section = ServerSection(self.max_message_bytes, on_close=self._section_closed)
+        except OSError as exc:  # out of descriptors or memory: this connection does without
+            logger.warning("section_failed why=%s", exc)
+            return None
+        self._sections += 1
+        return section
+
+    def _section_closed(self) -> None:
+        self._sections -= 1
 
 
 def _error(status: HTTPStatus, detail: str) -> Any:

@@ -21,7 +21,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
 from ..errors import ErrorCode, ProtocolError
-from ..protocol import CODECS, Codec
+from ..protocol import CODECS, Codec, SectionWriter
 from .eager import Suspended
 
 __all__ = [
@@ -184,6 +184,10 @@ class Channel(Protocol):
     scope: Any
     query_params: Any
     headers: Any
+    @property
+    def section(self) -> SectionWriter | None:
+        """Where replies may put their arrays instead of in their frames (a peer on this
+        machine that offered a shared section on the native listener), else ``None``."""
 
     async def accept(self, subprotocol: str | None = None, headers: Any = None) -> None: ...
 
@@ -206,6 +210,9 @@ class AsgiChannel(WebSocket):
     """The main port's :class:`Channel`: a Starlette WebSocket for the handshake, the
     query string and the close, whose frames go through the raw ASGI ``receive`` /
     ``send`` callables (no Starlette state checks or exception wrappers per message)."""
+
+    #: Shared sections are the native listener's: a peer of the main port has none.
+    section = None
 
     def __init__(self, scope: Scope, receive: Receive, send: Send) -> None:
         super().__init__(scope, receive, send)
