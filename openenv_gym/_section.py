@@ -78,13 +78,15 @@ _MAP_OPTIONS = {"trackfd": False} if sys.version_info >= (3, 13) else {}
 
 def budget() -> int:
     """How many sections a server may keep open at once: none where they are not
-    :func:`supported`; else :data:`MAX_SECTIONS`, or a quarter of the process's descriptors
-    if fewer (each section holds one or two until its connection ends)."""
+    :func:`supported`; else :data:`MAX_SECTIONS`, or fewer, so that they never hold more
+    than a quarter of the process's descriptors (each holds its memfd's until the client
+    attaches, and before Python 3.13 its mapping's until the connection ends)."""
     if not supported():
         return 0
     import resource
 
-    return min(MAX_SECTIONS, resource.getrlimit(resource.RLIMIT_NOFILE)[0] // 4)
+    held = 1 if _MAP_OPTIONS else 2
+    return min(MAX_SECTIONS, resource.getrlimit(resource.RLIMIT_NOFILE)[0] // (4 * held))
 
 
 def _seals() -> int:
