@@ -202,16 +202,16 @@ class GrowingEnv(gym.Env):
 
 
 class PixelsEnv(gym.Env):
-    """84x84x4 uint8 frames of seeded noise, a Discrete(4) action, 50-step episodes: an
-    Atari-sized observation whose every byte a copy gone wrong would show."""
+    """210x160x3 uint8 frames of seeded noise (an Atari screen, 100 KB), a Discrete(4)
+    action, 50-step episodes: every byte a copy gone wrong would show."""
 
     def __init__(self) -> None:
-        self.observation_space = spaces.Box(0, 255, shape=(84, 84, 4), dtype=np.uint8)
+        self.observation_space = spaces.Box(0, 255, shape=(210, 160, 3), dtype=np.uint8)
         self.action_space = spaces.Discrete(4)
         self._t = 0
 
     def _frame(self) -> np.ndarray:
-        return self.np_random.integers(0, 256, size=(84, 84, 4), dtype=np.uint8)
+        return self.np_random.integers(0, 256, size=(210, 160, 3), dtype=np.uint8)
 
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)

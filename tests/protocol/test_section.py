@@ -59,14 +59,17 @@ def test_one_reply_at_a_time_the_rest_travel_in_their_frames(pair):
     np.testing.assert_array_equal(decoder.decode(third, reader)["obs"], FRAMES + 2)
 
 
-def test_no_section_is_used_before_the_client_attaches_nor_past_its_size():
-    writer = ServerSection(1 << 16)
+def test_no_section_is_used_before_the_client_attaches_nor_past_its_size_nor_for_small_arrays():
+    writer = ServerSection(FRAMES.nbytes)
     try:
-        assert len(MsgpackBuffersCodec().encode({"obs": np.zeros(1024)}, writer)) > 8192  # not attached
+        assert len(MsgpackBuffersCodec().encode({"obs": FRAMES}, writer)) > FRAMES.nbytes  # not attached
         reader = ClientSection.attach(writer.announcement, 1 << 20)
         assert reader is not None
-        assert len(MsgpackBuffersCodec().encode({"obs": FRAMES}, writer)) > FRAMES.nbytes  # too big
-        assert len(MsgpackBuffersCodec().encode({"obs": np.zeros(1024)}, writer)) < 100
+        too_big = np.zeros(FRAMES.nbytes + 1, np.uint8)
+        assert len(MsgpackBuffersCodec().encode({"obs": too_big}, writer)) > too_big.nbytes
+        small = np.zeros(codecs.SHARED_SECTION_BYTES - 16, np.uint8)  # the socket moves these cheaper
+        assert len(MsgpackBuffersCodec().encode({"obs": small}, writer)) > small.nbytes
+        assert len(MsgpackBuffersCodec().encode({"obs": FRAMES}, writer)) < 100
     finally:
         writer.close()
 

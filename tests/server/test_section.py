@@ -27,6 +27,7 @@ pytestmark = [
 ]
 
 PIXELS = "tests.envs:PixelsEnv"
+SCREEN = (210, 160, 3)
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +84,7 @@ def test_no_section_on_the_main_port_nor_in_json():
             env = openenv_gym.RemoteEnv(url, **kwargs)
             try:
                 assert section_of(env) is None
-                assert env.reset(seed=0)[0].shape == (84, 84, 4)
+                assert env.reset(seed=0)[0].shape == SCREEN
             finally:
                 env.close()
 
@@ -98,7 +99,7 @@ def test_a_client_that_cannot_attach_gets_every_reply_in_its_frames_and_offers_n
         assert section_of(env) is None
         for step in range(5):
             obs, *_ = env.step(np.zeros(2, np.int64)) if step else env.reset(seed=1)
-            assert obs.shape == (2, 84, 84, 4)
+            assert obs.shape == (2, *SCREEN)
         attempt = client_native.native_attempt(served, "/ws", ConnectOptions())
         assert attempt is not None and SECTION_HEADER not in attempt.options.headers
     finally:
@@ -133,9 +134,9 @@ def test_a_peer_scribbling_on_its_section_harms_no_one_else(served):
                 scribble[:] = 0xFF
                 sock.send(struct.pack("<I", len(reset)) + reset)
                 reply = sock.recv(timeout=10)
-                assert not struct.unpack_from("<I", reply)[0] & (1 << 31) and len(reply) > 84 * 84 * 4
+                assert not struct.unpack_from("<I", reply)[0] & (1 << 31) and len(reply) > 210 * 160 * 3
                 obs = other.reset(seed=0)[0] if step == 0 else other.step(1)[0]
-                assert obs.shape == (84, 84, 4)
+                assert obs.shape == SCREEN
             del scribble
             section.close()
         assert section_of(other)._read == 5
