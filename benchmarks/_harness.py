@@ -39,6 +39,7 @@ class has ``open() -> dict``, ``step(i) -> round trips made``, ``close()``.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import importlib
 import json
@@ -745,6 +746,41 @@ def update_markdown_section(path: Path, tag: str, body: str, intro: str) -> None
         text = text.rstrip() + "\n\n" + block
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
+
+
+def reps_parser(doc: str, *, window: float) -> argparse.ArgumentParser:
+    """The command line of a benchmark of interleaved reps: ``--reps``, ``--window`` (seconds
+    per timed window, ``window`` by default) and ``--no-doc``; ``doc``'s first paragraph
+    describes it."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--window", type=float, default=window, help="seconds per timed window")
+    parser.add_argument("--no-doc", action="store_true", help="do not rewrite docs/benchmarks.md")
+    return parser
+
+
+def publish(data: dict[str, Any], results_path: Path, render: Callable[[dict[str, Any]], str],
+            doc_tag: str | None) -> None:
+    """Write a run's ``data`` to ``results_path``, print ``render(data)``, and put it in its
+    section ``doc_tag`` of ``docs/benchmarks.md`` (``None``: not, as ``--no-doc`` asks)."""
+    write_json(results_path, data)
+    text = render(data)
+    print("\n" + text)
+    if doc_tag is not None:
+        update_markdown_section(ROOT / "docs" / "benchmarks.md", doc_tag, text, "# Benchmarks\n")
+
+
+def run_heading(title: str, data: dict[str, Any]) -> list[str]:
+    """The first lines of a run's section: its title, then its command, reps and windows,
+    machine and start (``data`` as a benchmark's ``main`` gathers it)."""
+    return [
+        f"## {title}",
+        "",
+        f"Command: `{data['command']}` ({data['reps']} reps x {data['window_s']} s windows, the configs "
+        f"interleaved; median [min–max]). Machine: {format_machine(data['machine'])}. "
+        f"Started {data['started'][:19]}.",
+        "",
+    ]
 
 
 # ----------------------------------------------------------------- worker ----

@@ -19,7 +19,6 @@ that last copy. Writes ``benchmarks/results/payload.json`` and its section of
 
 from __future__ import annotations
 
-import argparse
 import datetime as _dt
 import sys
 import time
@@ -32,7 +31,6 @@ sys.path.insert(0, str(HERE))
 import _harness as H  # noqa: E402
 
 RESULTS_PATH = ROOT / "benchmarks" / "results" / "payload.json"
-DOC_PATH = ROOT / "docs" / "benchmarks.md"
 DOC_TAG = "payload"
 NUM_ENVS = 8
 SERVERS = {"image": "_envs:make_image_env", "work": "_envs:make_image_work_env"}
@@ -56,11 +54,7 @@ RATIOS = [
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--reps", type=int, default=5)
-    parser.add_argument("--window", type=float, default=1.5, help="seconds per timed window")
-    parser.add_argument("--no-doc", action="store_true", help="do not rewrite docs/benchmarks.md")
-    args = parser.parse_args(argv)
+    args = H.reps_parser(__doc__, window=1.5).parse_args(argv)
     started = _dt.datetime.now().astimezone()
     t0 = time.perf_counter()
     command = H.command_line(__file__, sys.argv[1:] if argv is None else argv)
@@ -97,22 +91,13 @@ def main(argv: list[str] | None = None) -> int:
     data = {"command": command, "started": started.isoformat(), "duration_s": time.perf_counter() - t0,
             "machine": machine, "reps": args.reps, "window_s": args.window, "steps_per_s": rates,
             "ratios": ratios}
-    H.write_json(RESULTS_PATH, data)
-    text = render(data)
-    print("\n" + text)
-    if not args.no_doc:
-        H.update_markdown_section(DOC_PATH, DOC_TAG, text, "# Benchmarks\n")
+    H.publish(data, RESULTS_PATH, render, None if args.no_doc else DOC_TAG)
     return 0
 
 
 def render(data: dict) -> str:
     lines = [
-        "## The N=8 image row: what moving the image costs",
-        "",
-        f"Command: `{data['command']}` ({data['reps']} reps x {data['window_s']} s windows, the configs "
-        f"interleaved; median [min–max]). Machine: {H.format_machine(data['machine'])}. "
-        f"Started {data['started'][:19]}.",
-        "",
+        *H.run_heading("The N=8 image row: what moving the image costs", data),
         "Two servers, busy polling on (the default): one serves the image env, the other the same "
         "work with a 1-byte observation (`_envs.RandomImageWorkEnv`: each step draws the same 28 KB "
         "of random bytes). What the second gains over the first is what the 225 KB reply of a step "

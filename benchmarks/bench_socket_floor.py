@@ -20,7 +20,6 @@ Writes ``benchmarks/results/socket_floor.json`` and its section of ``docs/benchm
 
 from __future__ import annotations
 
-import argparse
 import datetime as _dt
 import os
 import socket
@@ -36,7 +35,6 @@ sys.path.insert(0, str(HERE))
 import _harness as H  # noqa: E402
 
 RESULTS_PATH = ROOT / "benchmarks" / "results" / "socket_floor.json"
-DOC_PATH = ROOT / "docs" / "benchmarks.md"
 DOC_TAG = "socket-floor"
 REQUEST = b"r" * 100
 SIZES = {"CartPole step (120 B)": 120, "8 image frames (225,792 B)": 8 * 84 * 84 * 4}
@@ -129,11 +127,7 @@ def measure(family: str, reply_size: int, wait: str, window_s: float, max_round_
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--reps", type=int, default=5)
-    parser.add_argument("--window", type=float, default=1.0, help="seconds per timed window")
-    parser.add_argument("--no-doc", action="store_true", help="do not rewrite docs/benchmarks.md")
-    args = parser.parse_args(argv)
+    args = H.reps_parser(__doc__, window=1.0).parse_args(argv)
     started = _dt.datetime.now().astimezone()
     command = H.command_line(__file__, sys.argv[1:] if argv is None else argv)
     configs = [(f, label, w) for label in SIZES for w in WAITS for f in FAMILIES]
@@ -144,23 +138,14 @@ def main(argv: list[str] | None = None) -> int:
         H.progress(f"rep {rep + 1} {family:4s} {wait:5s} {label}: {H.fmt(rate)} round trips/s")
     data = {"command": command, "started": started.isoformat(), "machine": H.machine_info(["openenv-gym"]),
             "reps": args.reps, "window_s": args.window, "round_trips_per_s": rates}
-    H.write_json(RESULTS_PATH, data)
-    text = render(data)
-    print("\n" + text)
-    if not args.no_doc:
-        H.update_markdown_section(DOC_PATH, DOC_TAG, text, "# Benchmarks\n")
+    H.publish(data, RESULTS_PATH, render, None if args.no_doc else DOC_TAG)
     return 0
 
 
 def render(data: dict) -> str:
     rates = data["round_trips_per_s"]
     lines = [
-        "## A Unix socket beside TCP on loopback: the kernel's part of a round trip",
-        "",
-        f"Command: `{data['command']}` ({data['reps']} reps x {data['window_s']} s windows, the configs "
-        f"interleaved; median [min–max]). Machine: {H.format_machine(data['machine'])}. "
-        f"Started {data['started'][:19]}.",
-        "",
+        *H.run_heading("A Unix socket beside TCP on loopback: the kernel's part of a round trip", data),
         "Plain sockets, no WebSocket: a 100-byte request, a reply of the row's size, each read whole "
         "before the next request. `sleep`: blocking reads, both sides wake for every message (polling "
         "off); `spin`: non-blocking reads retried at once (busy polling). What a second native listener "

@@ -539,8 +539,9 @@ class MsgpackCodec(Codec):
 #: smaller ones cost less inline than the bookkeeping of a reference.
 OUT_OF_BAND_BYTES = 512
 #: The smallest array section a version 2 frame puts in a shared section rather than after its
-#: message: below it, the socket's copies cost less than the section's copy in and copy out
-#: (on loopback, 56 KB of arrays stepped 0.96x as fast through a section, 82 KB 1.04x, 220 KB 1.20x).
+#: message: below it, the section's copy in and copy out gain nothing over the socket
+#: (``benchmarks/bench_section_sizes.py``: 28 and 56 KB of arrays a step 1.01x and 0.969x as
+#: fast through a section, 85 KB 1.06x, 226 KB 1.25x).
 SHARED_SECTION_BYTES = 64 * 1024
 #: Where array data starts in a version 2 frame: on a multiple of this many bytes.
 _ALIGN = 16
