@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import datetime as _dt
 import importlib
 import json
 import math
@@ -759,10 +760,24 @@ def reps_parser(doc: str, *, window: float) -> argparse.ArgumentParser:
     return parser
 
 
+def run_record(script: str | Path, argv: Sequence[str] | None, args: argparse.Namespace,
+               packages: Sequence[str]) -> dict[str, Any]:
+    """What a run of a :func:`reps_parser` benchmark records of itself before it measures:
+    its command line, start, machine, reps and window (:func:`publish` adds its duration)."""
+    return {
+        "command": command_line(script, sys.argv[1:] if argv is None else argv),
+        "started": _dt.datetime.now().astimezone().isoformat(), "machine": machine_info(packages),
+        "reps": args.reps, "window_s": args.window,
+    }
+
+
 def publish(data: dict[str, Any], results_path: Path, render: Callable[[dict[str, Any]], str],
             doc_tag: str | None) -> None:
     """Write a run's ``data`` to ``results_path``, print ``render(data)``, and put it in its
-    section ``doc_tag`` of ``docs/benchmarks.md`` (``None``: not, as ``--no-doc`` asks)."""
+    section ``doc_tag`` of ``docs/benchmarks.md`` (``None``: not, as ``--no-doc`` asks);
+    ``data`` from :func:`run_record` gets its duration."""
+    started = _dt.datetime.fromisoformat(data["started"])
+    data["duration_s"] = (_dt.datetime.now().astimezone() - started).total_seconds()
     write_json(results_path, data)
     text = render(data)
     print("\n" + text)

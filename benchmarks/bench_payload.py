@@ -19,9 +19,7 @@ that last copy. Writes ``benchmarks/results/payload.json`` and its section of
 
 from __future__ import annotations
 
-import datetime as _dt
 import sys
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -55,10 +53,7 @@ RATIOS = [
 
 def main(argv: list[str] | None = None) -> int:
     args = H.reps_parser(__doc__, window=1.5).parse_args(argv)
-    started = _dt.datetime.now().astimezone()
-    t0 = time.perf_counter()
-    command = H.command_line(__file__, sys.argv[1:] if argv is None else argv)
-    machine = H.machine_info(["gymnasium", "numpy", "msgpack", "openenv-gym"])
+    run = H.run_record(__file__, argv, args, ["gymnasium", "numpy", "msgpack", "openenv-gym"])
     processes = H.ProcessSet()
     rates: dict[str, list[float]] = {name: [] for name in CONFIGS}
     try:
@@ -88,9 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         processes.stop_all()
     ratios = {label: H.summarize(H.paired_ratios(rates[a], rates[b])) for label, a, b in RATIOS}
-    data = {"command": command, "started": started.isoformat(), "duration_s": time.perf_counter() - t0,
-            "machine": machine, "reps": args.reps, "window_s": args.window, "steps_per_s": rates,
-            "ratios": ratios}
+    data = {**run, "steps_per_s": rates, "ratios": ratios}
     H.publish(data, RESULTS_PATH, render, None if args.no_doc else DOC_TAG)
     return 0
 

@@ -16,9 +16,7 @@ section / socket of each N says whether the section pays at that size. Writes
 
 from __future__ import annotations
 
-import datetime as _dt
 import sys
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -40,10 +38,7 @@ SERVE_WITHOUT_THRESHOLD = (
 
 def main(argv: list[str] | None = None) -> int:
     args = H.reps_parser(__doc__, window=1.5).parse_args(argv)
-    started = _dt.datetime.now().astimezone()
-    t0 = time.perf_counter()
-    command = H.command_line(__file__, sys.argv[1:] if argv is None else argv)
-    machine = H.machine_info(["gymnasium", "numpy", "msgpack", "openenv-gym"])
+    run = H.run_record(__file__, argv, args, ["gymnasium", "numpy", "msgpack", "openenv-gym"])
     configs = [(n, shared) for n in NUM_ENVS for shared in (True, False)]
     rates: dict[str, list[float]] = {f"{n}/{shared}": [] for n, shared in configs}
     processes = H.ProcessSet()
@@ -70,8 +65,7 @@ def main(argv: list[str] | None = None) -> int:
             H.progress(f"rep {rep + 1} N={n} {way} {H.fmt(result['steps_per_s'])} steps/s")
     finally:
         processes.stop_all()
-    data = {"command": command, "started": started.isoformat(), "duration_s": time.perf_counter() - t0,
-            "machine": machine, "reps": args.reps, "window_s": args.window, "steps_per_s": rates}
+    data = {**run, "steps_per_s": rates}
     H.publish(data, RESULTS_PATH, render, None if args.no_doc else DOC_TAG)
     return 0
 

@@ -20,7 +20,6 @@ Writes ``benchmarks/results/socket_floor.json`` and its section of ``docs/benchm
 
 from __future__ import annotations
 
-import datetime as _dt
 import os
 import socket
 import sys
@@ -128,16 +127,14 @@ def measure(family: str, reply_size: int, wait: str, window_s: float, max_round_
 
 def main(argv: list[str] | None = None) -> int:
     args = H.reps_parser(__doc__, window=1.0).parse_args(argv)
-    started = _dt.datetime.now().astimezone()
-    command = H.command_line(__file__, sys.argv[1:] if argv is None else argv)
+    run = H.run_record(__file__, argv, args, ["openenv-gym"])
     configs = [(f, label, w) for label in SIZES for w in WAITS for f in FAMILIES]
     rates: dict[str, list[float]] = {"/".join(c): [] for c in configs}
     for rep, (family, label, wait) in H.interleaved(configs, args.reps):
         rate = measure(family, SIZES[label], wait, args.window, 10 ** 6)
         rates[f"{family}/{label}/{wait}"].append(rate)
         H.progress(f"rep {rep + 1} {family:4s} {wait:5s} {label}: {H.fmt(rate)} round trips/s")
-    data = {"command": command, "started": started.isoformat(), "machine": H.machine_info(["openenv-gym"]),
-            "reps": args.reps, "window_s": args.window, "round_trips_per_s": rates}
+    data = {**run, "round_trips_per_s": rates}
     H.publish(data, RESULTS_PATH, render, None if args.no_doc else DOC_TAG)
     return 0
 

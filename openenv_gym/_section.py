@@ -90,9 +90,13 @@ def budget() -> int:
 
 
 def _seals() -> int:
+    """The seals of every section: the bits of :data:`_SEALS`."""
     import fcntl
 
-    return fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
+    mask = 0
+    for name in _SEALS:
+        mask |= getattr(fcntl, name)
+    return mask
 
 
 class _Mapping:

@@ -60,6 +60,8 @@ _advertised: dict[str, _Advertised] = {}
 #: The native listeners whose shared section this process could not attach (another user,
 #: another container): their connections no longer offer one.
 _unattached: set[_Advertised] = set()
+#: Whether this process can attach shared sections (:func:`openenv_gym._section.supported`).
+_SECTIONS = supported()
 
 
 def read_schema(base_url: str, options: ConnectOptions) -> Any:
@@ -131,10 +133,6 @@ def native_attempt(base_url: str, path: str, options: ConnectOptions) -> NativeA
         base_url, f"ws://{host}:{advertised.port}{path}",
         dataclasses.replace(options, connect_timeout=timeout, headers=headers), advertised,
     )
-
-
-#: Whether this process can attach shared sections (:func:`openenv_gym._section.supported`).
-_SECTIONS = supported()
 
 
 def open_connection(base_url: str, path: str, options: ConnectOptions) -> Connection:

@@ -570,10 +570,10 @@ class MsgpackBuffersCodec(MsgpackCodec):
     Between two processes of one machine the array section may instead be a section of
     memory both map (:mod:`openenv_gym._section`): ``encode(message, section)`` writes it
     there when it holds at least :data:`SHARED_SECTION_BYTES` and ``section.reserve``
-    allows, and sets the top bit of the frame's length, and
-    the frame ends with the message; ``decode(frame, section)`` then copies each array out
-    (the next frame reuses the section: these arrays are the caller's, writable) and calls
-    ``section.consumed()``. A frame with that bit on a connection without a section is refused.
+    allows, sets the top bit of the frame's length, and ends the frame with the message;
+    ``decode(frame, section)`` then copies each array out (the next frame reuses the
+    section: these arrays are the caller's, writable) and calls ``section.consumed()``. A
+    frame with that bit on a connection without a section is refused.
 
         >>> import numpy as np
         >>> codec = MsgpackBuffersCodec()

@@ -240,19 +240,21 @@ class NativeChannel:
         self._closed = True
         self.connection.close(code, reason or "")
 
-    def abort(self) -> None:
-        """Drop the connection now, without a closing handshake."""
+    def _shut(self) -> None:
+        """Answer nothing more, and end the shared section (if any) with the connection."""
         self._closed = True
         if self.section is not None:
             self.section.close()
+
+    def abort(self) -> None:
+        """Drop the connection now, without a closing handshake."""
+        self._shut()
         if self.transport is not None:
             self.transport.disconnect(graceful=False)
 
     def lost(self) -> None:
         """The connection is gone: the session learns it now, even in an env call."""
-        self._closed = True
-        if self.section is not None:
-            self.section.close()
+        self._shut()
         self._put(_GONE)
         gone = self.scope.get(CONNECTION_LOST)
         if gone is not None:
@@ -470,7 +472,6 @@ class NativeListener:
         return picows.WSUpgradeResponseWithListener(
             picows.WSUpgradeResponse.create_101_response(extra_headers=extra), _Connection(self, route, channel)
         )
-
 
     def _section_for(self, offer: str | None, chosen: str | None) -> ServerSection | None:
         """A shared section for a connection whose client offers to attach one and speaks

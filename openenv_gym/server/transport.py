@@ -184,6 +184,7 @@ class Channel(Protocol):
     scope: Any
     query_params: Any
     headers: Any
+
     @property
     def section(self) -> SectionWriter | None:
         """Where replies may put their arrays instead of in their frames (a peer on this
