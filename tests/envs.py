@@ -100,6 +100,18 @@ class SlowEnv(gym.Env):
         return np.zeros(1, np.float32), 0.0, False, False, {}
 
 
+class SlowClosingEnv(SlowEnv):
+    """A :class:`SlowEnv` whose ``close`` takes ``close_delay`` seconds (a simulator
+    saving its state, a subprocess winding down)."""
+
+    def __init__(self, delay: float = 0.0, close_delay: float = 0.3) -> None:
+        super().__init__(delay)
+        self.close_delay = close_delay
+
+    def close(self) -> None:
+        time.sleep(self.close_delay)
+
+
 class FaultyEnv(gym.Env):
     """Raises in ``step`` on action 1 and returns an observation outside its space on 2."""
 

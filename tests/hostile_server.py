@@ -471,8 +471,9 @@ def never(ws: WebSocket, text: str) -> bool:
 @dataclass
 class StockEnv:
     """A stock OpenEnv env on the WebSocket: ``reset`` makes the count 1, each ``step``
-    adds 1 (whatever the action); each reply goes out through ``sender``, or through
-    ``later`` from the ``after``-th reply on (``whole`` before it)."""
+    adds 1 (whatever the action), ``close`` closes the WebSocket; each reply goes out
+    through ``sender``, or through ``later`` from the ``after``-th reply on (``whole``
+    before it)."""
 
     sender: Sender = whole
     after: int = 0
@@ -486,8 +487,9 @@ class StockEnv:
                 return
             self.requests.append(message)
             kind = message.get("type") if isinstance(message, dict) else None
-            if kind == "close":
-                continue
+            if kind == "close":  # as a stock server does: end the session, then close
+                ws.frame(0x8, struct.pack("!H", 1000))
+                return
             if kind == "state":  # what a vector env's sessions ask first
                 if not ws.text(json.dumps({"type": "state", "data": {"episode_id": None, "step_count": count}})):
                     return

@@ -26,6 +26,7 @@ limit, :class:`~openenv_gym.errors.MessageTimeoutError` naming the option).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import urllib.parse
 from typing import Any, NoReturn
@@ -213,11 +214,17 @@ class AsyncSession:
             raise
 
     async def close(self) -> None:
-        """Send OpenEnv's ``close`` message and close the connection (idempotent)."""
+        """Send OpenEnv's ``close`` message and close the connection once the server
+        has, or after :data:`CLOSE_TIMEOUT` seconds (idempotent): a server closes once
+        it has ended the session, so its slot is then free (see
+        :meth:`Connection.close <openenv_gym.client.connection.Connection.close>`)."""
         try:
             await self.websocket.send(self.codec.encode(Close().to_wire()))
         except ConnectionClosed:
             pass
+        else:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self.websocket.wait_closed(), CLOSE_TIMEOUT)
         await self.websocket.close()
 
     def drop(self) -> None:

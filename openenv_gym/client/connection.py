@@ -267,26 +267,29 @@ class Connection:
             except (ConnectionClosedError, MessageTimeoutError):
                 return True  # lost while answering a ping: the connection keeps why
 
-    def close(self, timeout: float = 2.0) -> None:
-        """Close the WebSocket (code 1000) and the socket. Safe to call twice."""
+    def close(self, timeout: float = 2.0, *, server_first: bool = False) -> None:
+        """Close the WebSocket (code 1000) and the socket, within ``timeout`` seconds.
+        Safe to call twice.
+
+        ``server_first``: let the server begin the closing handshake. A server closes
+        once it has ended the session that OpenEnv's ``close`` message ended, so a
+        client that sent one and waits here knows the session's slot is free when
+        this returns (and may open the next session at once). A server that has not
+        closed by ``timeout`` is closed by this client.
+        """
         if self._closed.is_set():
             return
         with self._lock:
             try:
+                deadline = time.monotonic() + timeout
                 if self._protocol.state is State.OPEN:
-                    self._protocol.send_close(1000)
-                    self._flush()
-                    deadline = time.monotonic() + timeout
-                    while self._protocol.state is not State.CLOSED:
-                        data = self._read_by(deadline)
-                        if data is None:
-                            break
-                        self._take(data) if data else self._protocol.receive_eof()
-                        self._protocol.events_received()
+                    if server_first:
+                        self._read_while(State.OPEN, deadline)
+                    if self._protocol.state is State.OPEN:
+                        self._protocol.send_close(1000)
                         self._flush()
-                        if not data:
-                            break
-            except (OSError, ConnectionClosedError):
+                    self._read_while(State.CLOSING, deadline)  # until the server's EOF
+            except (OSError, ConnectionClosedError, MessageTimeoutError):
                 pass
             finally:
                 self._closed.set()
@@ -298,6 +301,19 @@ class Connection:
                     pass
 
     # -- internals ----------------------------------------------------------
+
+    def _read_while(self, state: State, deadline: float) -> None:
+        """While closing: read (and drop) what the server sends, answering its close
+        frame, while the connection is in ``state``, until ``deadline`` or its EOF."""
+        while self._protocol.state is state:
+            data = self._read_by(deadline)
+            if data is None:
+                return
+            self._take(data) if data else self._protocol.receive_eof()
+            self._protocol.events_received()
+            self._flush()
+            if not data:
+                return
 
     def _check_open(self) -> None:
         broken = self._protocol.parser_exc

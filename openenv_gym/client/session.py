@@ -150,11 +150,12 @@ class RemoteSession:
             raise
 
     def close(self) -> None:
-        """Send OpenEnv's ``close`` message and close the connection (idempotent)."""
+        """Send OpenEnv's ``close`` message and close the connection once the server
+        has (idempotent): the server has then ended the session and freed its slot."""
         if self.connection.closed:
             return
         try:
             self.send(Close())
         except ConnectionClosedError:
             pass
-        self.connection.close()
+        self.connection.close(server_first=True)

@@ -40,9 +40,6 @@ def servers():
         }
 
 
-
-
-
 @pytest.mark.parametrize("autoreset", list(AutoresetMode), ids=lambda m: m.value)
 @pytest.mark.parametrize("mode", ["batched", "sessions"])
 @pytest.mark.parametrize("name", list(ENVS))
