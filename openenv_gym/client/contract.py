@@ -20,16 +20,19 @@ than ``max_message_bytes``, a side missing) is refused with one
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 
 from .. import spaces
 from ..errors import ConnectionClosedError, ErrorCode, OpenEnvGymError, ProtocolError, ProtocolMismatchError
 from ..protocol import EXTENSION_KEY, Codec, Frame, Observation, ServerMessage, Step
 from ..protocol import gym as gym_data
 from ..protocol.attributes import ATTRIBUTES_VERSION
+from ..protocol.codecs import SHARED_SECTION_BYTES
 from ..protocol.gym import GymStep
 from ..spaces.stock import EXTRA_FIELDS, MISSING_FIELDS, RESERVED_OBSERVATION_FIELDS, FieldOverrides
 from .http import post_json
@@ -81,6 +84,37 @@ class Contract:
         """What a decoded reply says, when it is an observation this contract reads as it
         is (``None``: type it first, and :meth:`read` it; an error frame is one)."""
         return None
+
+    def session_options(self, options: ConnectOptions, num_envs: int = 1) -> ConnectOptions:
+        """``options`` for a session that answers for ``num_envs`` envs: offering no shared
+        section when its replies cannot carry :data:`SHARED_SECTION_BYTES` of arrays (the
+        observations have a known size under it, and nothing is rendered), since the
+        section would go unused while holding a descriptor at each end."""
+        if not options.shared_memory or self.render_mode is not None:
+            return options
+        nbytes = array_bytes(self.observation_space)
+        if nbytes is None or nbytes * num_envs >= SHARED_SECTION_BYTES:
+            return options
+        return dataclasses.replace(options, shared_memory=False)
+
+
+def array_bytes(space: gym.Space) -> int | None:
+    """The bytes of the arrays in any value of ``space`` (``None``: no bound is known, as
+    for text, sequences, graphs and spaces of its own).
+
+        >>> array_bytes(gym.spaces.Box(0, 255, (84, 84, 4), dtype=np.uint8))
+        28224
+        >>> array_bytes(gym.spaces.Dict(pos=gym.spaces.Box(-1, 1, (3,)), n=gym.spaces.Discrete(4)))
+        12
+    """
+    if isinstance(space, (gym.spaces.Box, gym.spaces.MultiBinary, gym.spaces.MultiDiscrete)):
+        return int(np.prod(space.shape)) * space.dtype.itemsize
+    if isinstance(space, gym.spaces.Discrete):
+        return 0
+    if isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple)):
+        parts = [array_bytes(s) for s in (space.spaces.values() if isinstance(space, gym.spaces.Dict) else space)]
+        return None if None in parts else sum(p for p in parts if p is not None)
+    return None
 
 
 def _observation(reply: ServerMessage) -> Observation:

@@ -84,7 +84,8 @@ class ConnectOptions(MergedByName):
         shared_memory: on the native listener of a loopback server, offer to take the
             arrays of replies (observations) through a section of memory both processes
             map instead of the socket (:mod:`openenv_gym._section`; Linux on x86-64, a
-            server of the same user that this process can see); ``False`` never offers.
+            server of the same user that this process can see), when the replies can
+            carry 64 KiB of arrays (:meth:`.Contract.session_options`); ``False`` never offers.
         reconnect: recover lost connections (``True`` for the default
             :class:`~openenv_gym.client.retry.Reconnect` policy); each client
             says what that means for its episodes. Off by default: errors are

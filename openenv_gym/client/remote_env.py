@@ -125,7 +125,7 @@ class RemoteEnv(PicklesAsArguments, gym.Env):
         )
 
     def _connect(self) -> RemoteSession:
-        return RemoteSession(self.base_url, self.options, path=self._path)
+        return RemoteSession(self.base_url, self.contract.session_options(self.options), path=self._path)
 
     def _reconnect(self) -> RemoteSession:
         """A new connection after a loss, where the policy says the server is now."""

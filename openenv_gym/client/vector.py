@@ -351,14 +351,15 @@ class RemoteVectorEnv(PicklesAsArguments, VectorEnv):
         servers awaited together). Sessions mode: every env's session on a
         background event loop (:class:`LoopThread`)."""
         batched = plan.mode == "batched"
+        options = plan.contracts[0].session_options(self.options, min(plan.sizes) if batched else 1)
         if batched:
             self._loop = InlineRunner()
 
             async def opener(url: str) -> Session:
-                return BlockingSession(RemoteSession(url, self.options, path=wire.VECTOR_PATH, replies=_VECTOR_REPLIES))
+                return BlockingSession(RemoteSession(url, options, path=wire.VECTOR_PATH, replies=_VECTOR_REPLIES))
         else:
             self._loop = LoopThread(plan.urls[0])
-            opener = functools.partial(AsyncSession.open, options=self.options, path="/ws", replies=_SESSION_REPLIES)
+            opener = functools.partial(AsyncSession.open, options=options, path="/ws", replies=_SESSION_REPLIES)
         recovery = None if self.reconnect is None else Recovery(self.reconnect, self._loop.sleep)
         blocks: list[tuple[int, np.ndarray]] = []  # (server, env ids) per unit
         start = 0

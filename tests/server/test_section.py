@@ -188,3 +188,27 @@ def test_a_server_keeps_at_most_its_budget_of_sections_open(monkeypatch):
             time.sleep(0.02)
         else:
             pytest.fail("the section of a closed connection still counts against the budget")
+
+
+def test_a_client_offers_a_section_only_where_replies_can_fill_one():
+    """A section is offered when the replies' arrays can reach SHARED_SECTION_BYTES: not
+    for CartPole's observations, even 64 at a time; for its rendered frames, yes."""
+    before = sections_open()
+    with openenv_gym.local_server("CartPole-v1", max_sessions=70) as url:
+        small = [openenv_gym.RemoteEnv(url), openenv_gym.RemoteVectorEnv(url, 64, mode="batched")]
+        try:
+            assert [section_of(env) for env in small] == [None, None]
+            assert sections_open() == before
+        finally:
+            for env in small:
+                env.close()
+    with openenv_gym.local_server("CartPole-v1", env_kwargs={"render_mode": "rgb_array"}) as url:
+        env = openenv_gym.RemoteEnv(url)
+        try:
+            env.reset(seed=0)
+            section = section_of(env)
+            assert section is not None and section._read == 0
+            assert env.render().shape == (400, 600, 3)
+            assert section._read == 1  # the frame came through it
+        finally:
+            env.close()
