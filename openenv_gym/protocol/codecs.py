@@ -86,6 +86,7 @@ __all__ = [
     "MSGPACK_SUBPROTOCOL",
     "JSON_SUBPROTOCOL",
     "codec_for",
+    "codec_class",
     "loads_json",
 ]
 
@@ -691,7 +692,15 @@ def codec_for(subprotocol: str | None, limits: Limits | None = None) -> Codec:
     OpenEnv peer: plain JSON)."""
     if subprotocol is None:
         return JsonCodec(limits)
+    return codec_class(subprotocol).negotiated(limits)
+
+
+def codec_class(subprotocol: str | None) -> type[Codec]:
+    """The class of :func:`codec_for`'s codec: what a transport that only frames the
+    messages needs to know (:attr:`Codec.binary`)."""
+    if subprotocol is None:
+        return JsonCodec
     for codec in CODECS:
         if codec.subprotocol == subprotocol:
-            return codec.negotiated(limits)
+            return codec
     raise ValueError(f"unknown subprotocol {subprotocol!r}; expected one of {SUBPROTOCOLS}")

@@ -49,7 +49,7 @@ from ..protocol import (
     SUBPROTOCOLS,
     Codec,
     MsgpackBuffersCodec,
-    codec_for,
+    codec_class,
 )
 from .eager import Suspended, begin
 from .logs import Throttled
@@ -126,7 +126,7 @@ class NativeChannel:
         self.answer_at_once: Callable[[bytes | str], Coroutine[Any, Any, Any]] | None = None
         #: The kind of frame the session's codec reads: only those are answered at once (one
         #: of the other kind ends the session, which :meth:`next_frame` says on its task).
-        self._kind = bytes if codec_for(subprotocol).binary else str
+        self._kind = bytes if codec_class(subprotocol).binary else str
         #: What the session's task has to take: frames, and the rest of answers begun at
         #: once (:class:`~.eager.Suspended`), the error one raised, the end (:data:`_GONE`).
         self._queue: collections.deque[Any] = collections.deque()
