@@ -404,12 +404,13 @@ class Session(EnvHost):
         obs, info = env.reset(seed=reset.seed, options=reset.options)
         if reset.injected_state is not None:
             obs, info = inject_state(self.source, env, reset.injected_state)
-        return obs, info, self._obs_text(obs, info) if text else None
+        return obs, info, self._obs_text(env, obs, info) if text else None
 
     def env_step(self, action: Any, text: bool) -> tuple[Any, Any, Any, Any, Any, str | None]:
         """Step the env, and render the observation's text when ``text`` (one env call)."""
-        obs, reward, terminated, truncated, info = self._env().step(action)
-        return obs, reward, terminated, truncated, info, self._obs_text(obs, info) if text else None
+        env = self._env()
+        obs, reward, terminated, truncated, info = env.step(action)
+        return obs, reward, terminated, truncated, info, self._obs_text(env, obs, info) if text else None
 
     def step_now(self, decoded: Any) -> ServerMessage | None:
         """A plain step, answered without the general path's layers (:meth:`EnvHost.step_now`):
@@ -475,7 +476,11 @@ class Session(EnvHost):
         """The text view of the session's env (:mod:`openenv_gym.text`): the server's
         ``text_view`` if it has one, else the env's own (its methods, the built-in
         table, its spaces); an env in a process of its own is known by its spaces and id."""
-        env = self._env()
+        return self._view_of(self._env())
+
+    def _view_of(self, env: Any) -> Any:
+        """:attr:`view` for ``env``, which a call the session abandoned holds on to after
+        the session dropped it."""
         if self._view is None or self._view_env is not env:
             source = self.source
             if source.text_view is None and self.call.isolated:
@@ -485,11 +490,11 @@ class Session(EnvHost):
             self._view_env = env
         return self._view
 
-    def _obs_text(self, obs: Any, info: Any) -> str:
-        """The observation's text by the view; a view that fails falls back to the
-        text of the observation space (and the failure is logged)."""
+    def _obs_text(self, env: Any, obs: Any, info: Any) -> str:
+        """The text of ``env``'s observation by its view; a view that fails falls back to
+        the text of the observation space (and the failure is logged)."""
         try:
-            return self.view.obs_to_text(obs, info)
+            return self._view_of(env).obs_to_text(obs, info)
         except Exception:  # noqa: BLE001 - the text must not cost the step
             logger.warning("text_view_failed env=%s", self.source.name, exc_info=True)
             return value_text(self.source.observation_space, obs)
@@ -523,7 +528,7 @@ class Session(EnvHost):
         position = self.position
         assert position is not None
         if position.text is None:
-            position.text = await self.run(self._obs_text, position.obs, position.info)
+            position.text = await self.run(self._obs_text, self._env(), position.obs, position.info)
         return position.text
 
     async def play(self, action: Any) -> float:
