@@ -69,6 +69,26 @@ logger = logging.getLogger("openenv_gym.server")
 picows_logger = logging.getLogger("openenv_gym.server.native")
 picows_logger.setLevel(logging.WARNING)
 
+
+class _PicowsLog(logging.LoggerAdapter):
+    """What picows logs, into :data:`picows_logger`; but a peer that broke the WebSocket
+    protocol (an unmasked frame, a bad opcode, a frame over the limit), which picows logs
+    as an ERROR, is a client's mistake that any client can repeat at will: it becomes one
+    WARNING line (``invalid_frame``), throttled. (An adapter, not a filter: picows logs
+    each connection's lines through a logger of its own under the one it is given.)"""
+
+    _PARSER_ERROR = "WS parser error"
+
+    def __init__(self) -> None:
+        super().__init__(picows_logger, {})
+        self._invalid = Throttled(logger, "invalid_frame")
+
+    def log(self, level: int, msg: object, *args: Any, **kwargs: Any) -> None:
+        if level >= logging.ERROR and isinstance(msg, str) and msg.startswith(self._PARSER_ERROR):
+            self._invalid.warning("why=%s", msg % args if args else msg)
+            return
+        super().log(level, msg, *args, **kwargs)
+
 #: Version of the native listener's advertisement (``x-openenv-gym-native`` in ``/schema``).
 NATIVE_VERSION = 1
 
@@ -120,6 +140,7 @@ class NativeChannel:
         self.headers = Headers(scope=scope)
         self.transport: Any = None
         self.connection: Any = None
+        self._tcp: Any = None  # the transport under the WebSocket
         #: Set by the server while it serves the session's messages: begins the answer to a
         #: frame (see :meth:`~.hosting.Server.serve_messages`), which returns
         #: :data:`~.transport.LATER` for a message to answer on the task.
@@ -224,8 +245,10 @@ class NativeChannel:
     # -- frames out ---------------------------------------------------------------
 
     async def send_frame(self, frame: bytes | str) -> None:
-        """Send one message: ``bytes`` as a binary frame, ``str`` as a text frame."""
-        if self._closed:
+        """Send one message: ``bytes`` as a binary frame, ``str`` as a text frame. A peer
+        that is gone, even before its loss is reported (the answers to what it sent before
+        it reset the connection), gets nothing: the transport would warn of each write."""
+        if self._closed or self._tcp.is_closing():
             raise ConnectionResetError("the WebSocket is closed")
         if isinstance(frame, str):
             self.transport.send(_TEXT, frame.encode())
@@ -296,6 +319,7 @@ if picows is not None:
         def on_ws_connected(self, transport: Any) -> None:
             channel = self.channel
             channel.transport, channel.connection = transport, self
+            channel._tcp = transport.underlying_transport
             peer = transport.underlying_transport.get_extra_info("peername")
             channel.scope["client"] = tuple(peer[:2]) if peer else None
             self.listener.start_session(self.route, channel)
@@ -310,13 +334,21 @@ if picows is not None:
                 return
             if self._closing:  # what the peer still sends after our close, until its own
                 return
+            if frame.rsv1 or frame.rsv2 or frame.rsv3:  # RFC 6455 §5.2: no extension is negotiated
+                self._refuse(1002, "reserved bits set, and no extension was negotiated")
+                return
             if kind is types.BINARY or kind is types.TEXT:
-                if frame.fin:
+                if self._fragmented is not None:
+                    self._refuse(1002, "a new message inside a fragmented one")
+                elif frame.fin:
                     self._message(kind, frame.get_payload_as_bytes())
                 else:
                     self._fragmented, self._fragments = kind, [frame.get_payload_as_bytes()]
                     self._size = frame.payload_size
-            elif kind is types.CONTINUATION and self._fragmented is not None:
+            elif kind is types.CONTINUATION:
+                if self._fragmented is None:
+                    self._refuse(1002, "a continuation frame with no message to continue")
+                    return
                 self._size += frame.payload_size
                 if self._size > self.listener.max_message_bytes:
                     self._refuse(1009, f"a message over the limit of {self.listener.max_message_bytes:,} bytes")
@@ -416,7 +448,7 @@ class NativeListener:
             auto_ping_idle_timeout=self.ping_interval or 20.0,
             auto_ping_reply_timeout=self.ping_timeout or 20.0,
             max_frame_size=self.max_message_bytes,
-            logger_name=picows_logger,
+            logger_name=_PicowsLog(),
         )
         self.server.native = {"port": self.port, "id": self.id, "version": NATIVE_VERSION}
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import socket
 import struct
 import threading
@@ -43,6 +44,20 @@ def native_ws(url: str, path: str = "/ws", **kwargs):
     native = advertised(url)
     assert native is not None
     return connect(f"ws://127.0.0.1:{native['port']}{path}", compression=None, open_timeout=10, **kwargs)
+
+
+def raw_ws(port: int) -> socket.socket:
+    """A socket to ``/ws`` on ``port`` of 127.0.0.1, past the WebSocket handshake (JSON):
+    for frames no WebSocket library would send."""
+    raw = socket.create_connection(("127.0.0.1", port), timeout=10)
+    raw.sendall(
+        b"GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+    )
+    head = b""
+    while b"\r\n\r\n" not in head:
+        head += raw.recv(4096)
+    return raw
 
 
 def port_of(ws_url: str) -> int:
@@ -199,15 +214,8 @@ def test_bad_frames_are_refused_with_their_close_codes_and_others_keep_working(s
             sock.send([b"a" * (9 << 20), b"b" * (9 << 20)])
             sock.recv(timeout=10)
         assert sock.protocol.close_rcvd.code == 1009
-    raw = socket.create_connection(("127.0.0.1", native["port"]), timeout=10)
+    raw = raw_ws(native["port"])
     try:
-        raw.sendall(
-            b"GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-            b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
-        )
-        head = b""
-        while b"\r\n\r\n" not in head:
-            head += raw.recv(4096)
         payload = b"\xff\xfe"
         raw.sendall(bytes([0x81, 0x80 | len(payload)]) + b"\0\0\0\0" + payload)  # masked with zeros
         frame = raw.recv(4096)
@@ -376,3 +384,44 @@ def test_a_frame_of_the_other_kind_ends_the_session_on_both_ports(served, port):
         assert error["code"] == "SESSION_ERROR" and "send binary frames" in error["message"]
         with pytest.raises(ConnectionClosed):
             sock.recv(timeout=10)
+
+
+#: Frames that break RFC 6455's framing, each with a reset in its payload.
+_RESET = json.dumps({"type": "reset", "data": {}}).encode()
+BROKEN_FRAMING = {
+    "a reserved bit set": bytes([0xC1, 0x80 | len(_RESET)]) + bytes(4) + _RESET,
+    "a continuation with no message": bytes([0x80, 0x80 | len(_RESET)]) + bytes(4) + _RESET,
+    "a new message inside a fragmented one": (
+        bytes([0x01, 0x81]) + bytes(4) + b"{" + bytes([0x81, 0x80 | len(_RESET)]) + bytes(4) + _RESET
+    ),
+}
+
+
+@pytest.mark.parametrize("port", ["native", "main"])
+@pytest.mark.parametrize("broken", list(BROKEN_FRAMING))
+def test_broken_framing_closes_with_1002_on_both_ports(served, port, broken):
+    """What the main port refuses (websockets' framing) the native listener refuses the
+    same way: a close frame with 1002, and no answer to the message inside."""
+    raw = raw_ws(advertised(served)["port"] if port == "native" else int(served.rsplit(":", 1)[1]))
+    try:
+        raw.sendall(BROKEN_FRAMING[broken])  # masked with zeros
+        frame = raw.recv(4096)
+        assert frame[0] == 0x88 and struct.unpack("!H", frame[2:4])[0] == 1002, frame
+    finally:
+        raw.close()
+
+
+def test_peers_breaking_the_protocol_make_one_warning_line_not_errors(served, caplog):
+    """picows logs a peer that broke the protocol as an ERROR; the server makes that one
+    throttled WARNING line (``invalid_frame``), so that no client can fill its log."""
+    caplog.set_level(logging.WARNING)
+    for _ in range(5):
+        raw = raw_ws(advertised(served)["port"])
+        try:
+            raw.sendall(bytes([0x81, 0x02]) + b"{}")  # unmasked: picows refuses it
+            assert raw.recv(4096)[0] == 0x88
+        finally:
+            raw.close()
+    native = [r for r in caplog.records if r.name.startswith("openenv_gym.server")]
+    assert not [r for r in native if r.levelno >= logging.ERROR], caplog.text
+    assert len([r for r in native if "invalid_frame" in r.getMessage()]) <= 1, caplog.text
