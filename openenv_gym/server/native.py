@@ -89,6 +89,7 @@ class _PicowsLog(logging.LoggerAdapter):
             return
         super().log(level, msg, *args, **kwargs)
 
+
 #: Version of the native listener's advertisement (``x-openenv-gym-native`` in ``/schema``).
 NATIVE_VERSION = 1
 
