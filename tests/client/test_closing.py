@@ -54,7 +54,7 @@ def test_the_slot_is_free_when_close_returns(slow_closing_server, client):
 
 
 def test_a_server_that_never_closes_holds_a_blocking_close_two_seconds_at_most():
-    app = Answering({"text": '{"type": "state", "data": {}}'})  # and never closes
+    app = Answering({"text": '{"type": "state", "data": {}}'}, closes=False)
     with asgi_server(app) as url:
         session = RemoteSession(url, ConnectOptions())
         started = time.monotonic()
@@ -70,6 +70,6 @@ def test_a_server_that_never_closes_holds_an_async_close_two_seconds_at_most():
         await session.close()
         return time.monotonic() - started
 
-    app = Answering({"text": '{"type": "state", "data": {}}'})  # and never closes
+    app = Answering({"text": '{"type": "state", "data": {}}'}, closes=False)
     with asgi_server(app) as url:
         assert asyncio.run(run(url)) < 3.0

@@ -37,10 +37,12 @@ UNREADABLE = {
 
 class Answering:
     """A raw ASGI app: ``/schema`` is an openenv-gym CartPole server's, any other
-    HTTP path answers healthy, and ``/ws`` answers every message with ``frame``."""
+    HTTP path answers healthy, and ``/ws`` answers every message with ``frame``, but
+    OpenEnv's ``close``, after which it closes (``closes=False``: it answers that too)."""
 
-    def __init__(self, frame: dict[str, Any]) -> None:
+    def __init__(self, frame: dict[str, Any], *, closes: bool = True) -> None:
         self.frame = frame
+        self.closes = closes
         self.schema = json.dumps(resolve("CartPole-v1").schema).encode()
         #: WebSocket connections accepted.
         self.connections = 0
@@ -55,8 +57,18 @@ class Answering:
             await receive()  # the handshake
             await send({"type": "websocket.accept"})
             self.connections += 1
-            while (await receive())["type"] == "websocket.receive":
+            while (event := await receive())["type"] == "websocket.receive":
+                if self.closes and _type_of(event.get("text")) == "close":
+                    await send({"type": "websocket.close", "code": 1000})
+                    return
                 await send({"type": "websocket.send", **self.frame})
+
+
+def _type_of(text: str | None) -> Any:
+    try:
+        return json.loads(text or "null").get("type")
+    except (ValueError, AttributeError):
+        return None
 
 
 @pytest.mark.parametrize("frame", list(UNREADABLE))

@@ -122,7 +122,8 @@ def replay_app(name: str) -> Any:
             while True:
                 frame = await websocket.receive_text()
                 if _key(frame) == _key({"type": "close"}):
-                    continue
+                    await websocket.close()  # as upstream does: the session ends, then the socket
+                    return
                 reply = cursor.reply(frame)
                 if isinstance(reply, dict) and "openenv_gym.recorder" in reply:
                     await websocket.close()  # the captured server closed the session there
