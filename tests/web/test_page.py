@@ -183,6 +183,7 @@ def test_pendulum_steps_when_its_slider_moves(browser: Any) -> None:
 
     with openenv_gym.local_server("Pendulum-v1", web=True) as url:
         open_page(browser, url, "Pendulum-v1")
+        element(browser, "#seed").send_keys("0")  # a pendulum swinging enough to move a pixel in one step
         reset(browser)
         first = pixels(browser)
         slider = element(browser, "#controls input.slider")
