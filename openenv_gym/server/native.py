@@ -320,8 +320,8 @@ if picows is not None:
         def on_ws_connected(self, transport: Any) -> None:
             channel = self.channel
             channel.transport, channel.connection = transport, self
-            channel._tcp = transport.underlying_transport
-            peer = transport.underlying_transport.get_extra_info("peername")
+            channel._tcp = tcp = transport.underlying_transport
+            peer = tcp.get_extra_info("peername")
             channel.scope["client"] = tuple(peer[:2]) if peer else None
             self.listener.start_session(self.route, channel)
 
