@@ -174,7 +174,7 @@ class EnvCaller:
             if deadline is not None:
                 deadline.end()
             self.seconds += (elapsed := time.perf_counter() - start)
-            if auto and not self.promotion.after_inline_call(elapsed, usage, thread_usage()):
+            if auto and not self.promotion.after_inline_call(elapsed, usage, thread_usage):
                 self._inline = False
 
     async def build(self, fn: Callable[[], Any]) -> Any:

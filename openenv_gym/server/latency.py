@@ -38,6 +38,7 @@ import dataclasses
 import signal
 import threading
 import time
+from collections.abc import Callable
 from types import FrameType
 from typing import ClassVar
 
@@ -128,11 +129,13 @@ class InlinePromotion:
         self._fast_calls = 0
 
     def after_inline_call(
-        self, elapsed: float, before: tuple[float, int] | None, after: tuple[float, int] | None
+        self, elapsed: float, before: tuple[float, int] | None, usage: Callable[[], tuple[float, int] | None]
     ) -> bool:
         """Whether the session stays inline after an inline call that took ``elapsed``
-        seconds, its thread's usage ``before`` and ``after`` it (:func:`thread_usage`)."""
-        if elapsed > self.inline_threshold and self._worked(before, after):
+        seconds, its thread's usage ``before`` it; ``usage`` (:func:`thread_usage`) reads
+        the usage after it, only for a slow call: a fast one, nearly every call, pays
+        one system call for its usage, not two."""
+        if elapsed > self.inline_threshold and self._worked(before, usage()):
             self._fast_calls = 0
             self.promote_after = min(self.promote_after * 2, MAX_PROMOTE_AFTER)
             return False

@@ -392,6 +392,34 @@ def test_env_caller_promotes_calls_that_were_only_preempted(monkeypatch):
     assert not asyncio.run(scenario(execution_module.thread_usage))
 
 
+def test_an_inline_call_reads_its_threads_usage_after_it_only_when_it_was_slow(monkeypatch):
+    """An inline call costs one read of the thread's usage (a system call), before it; the
+    read after it, which tells a slow call that computed or blocked from one that was only
+    preempted, is made only for a call slower than the threshold."""
+    from openenv_gym.server import execution as execution_module
+
+    reads = []
+
+    def usage() -> tuple[float, int]:
+        reads.append(1)
+        return 1.0, 7  # no CPU used, no switch: whatever took long was preemption
+
+    monkeypatch.setattr(execution_module, "thread_usage", usage)
+
+    async def scenario() -> None:
+        caller = EnvCaller("auto", policy=LatencyPolicy(inline_threshold=0.05, promote_after=1))
+        await caller(lambda: None)  # on the thread, fast: promoted
+        assert caller.inline
+        reads.clear()
+        await caller(lambda: None)
+        assert len(reads) == 1
+        await caller(time.sleep, 0.1)  # slow by the clock only: stays inline
+        assert caller.inline and len(reads) == 3
+        caller.shutdown()
+
+    asyncio.run(scenario())
+
+
 def test_env_caller_promotes_fast_calls_and_demotes_slow_ones():
     async def scenario():
         # Thresholds far above what a loaded machine's preemption adds to a trivial call.
