@@ -76,6 +76,7 @@ __all__ = [
     "CLOSING_ERRORS",
     "OpenEnvGymError",
     "ProtocolError",
+    "NoEpisodeError",
     "RemoteError",
     "InvalidJsonError",
     "UnknownTypeError",
@@ -151,6 +152,18 @@ class ProtocolError(OpenEnvGymError):
 
     def __repr__(self) -> str:
         return f"ProtocolError({self.code.value}, {self.message!r})"
+
+
+class NoEpisodeError(ProtocolError):
+    """A step before any reset: the session has no episode to play yet.
+
+    Over a WebSocket it is the EXECUTION_ERROR frame stock servers send for it; over
+    HTTP (``POST /web/step``) it is 409 Conflict, not 500: nothing failed, the request
+    only came before the reset it needs.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(ErrorCode.EXECUTION_ERROR, message)
 
 
 class RemoteError(OpenEnvGymError):

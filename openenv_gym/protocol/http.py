@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import ErrorCode, HttpError, JsonRpcError, ProtocolError
+from ..errors import ErrorCode, HttpError, JsonRpcError, NoEpisodeError, ProtocolError
 from .codecs import loads_json
 from .frames import Limits, check_size
 from .mcp import parse_error
@@ -42,7 +42,9 @@ __all__ = [
 def http_error(error: ProtocolError) -> HttpError:
     """The HTTP answer to a protocol error: 413 for a body over the size limit,
     422 for a body that does not decode or validate, 503 when the server is at
-    capacity, 500 for the rest (the env failed)."""
+    capacity, 409 for a step before any reset, 500 for the rest (the env failed)."""
+    if isinstance(error, NoEpisodeError):
+        return HttpError(409, {"detail": error.message, "code": error.code.value})
     if error.code is ErrorCode.VALIDATION_ERROR:
         return HttpError(422, {"detail": error.extra.get("errors", error.message), "code": error.code.value})
     if error.code is ErrorCode.CAPACITY_REACHED:

@@ -31,7 +31,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
 
-from ..errors import EnvCallTimeout, ErrorCode, ProtocolError, ToolCallError
+from ..errors import EnvCallTimeout, ErrorCode, NoEpisodeError, ProtocolError, ToolCallError
 from ..protocol import (
     ClientMessage,
     Codec,
@@ -374,9 +374,7 @@ class Session(EnvHost):
 
     def require_episode(self) -> None:
         if not self._reset_done:
-            raise ProtocolError(
-                ErrorCode.EXECUTION_ERROR, "Call reset before step: this session has no episode yet"
-            )
+            raise NoEpisodeError("Call reset before step: this session has no episode yet")
 
     async def _reset(self, reset: Reset) -> ServerMessage:
         check_injection(self.source, reset)

@@ -24,7 +24,7 @@ import numpy as np
 from gymnasium.vector.utils import batch_space
 
 from .. import spaces
-from ..errors import ErrorCode, ProtocolError
+from ..errors import ErrorCode, NoEpisodeError, ProtocolError
 from ..protocol import ClientMessage, Codec, Render, ServerMessage, validation_error
 from ..protocol import vector as wire
 from .backends import AUTO, BACKENDS, CHOICES, VectorBackend, choose
@@ -138,9 +138,7 @@ class VectorSession(EnvHost):
                 ["actions"], f"The actions are not in the batched action space {self.action_space}", step.actions
             )
         if not self._reset_done:
-            raise ProtocolError(
-                ErrorCode.EXECUTION_ERROR, "Call reset before step: this vector session has no episodes yet"
-            )
+            raise NoEpisodeError("Call reset before step: this vector session has no episodes yet")
         obs, rewards, terminations, truncations, infos = await self.run(self._vector().step, actions)
         if self.autoreset_mode is gym.vector.AutoresetMode.NEXT_STEP:
             self._autoresetting = np.logical_or(terminations, truncations)

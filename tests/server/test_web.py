@@ -382,5 +382,7 @@ def test_an_idle_page_session_is_closed_and_the_next_request_opens_one() -> None
             time.sleep(0.05)
         assert httpx.get(f"{url}/health").json()["held_sessions"] == 0
         refused = httpx.post(f"{url}/web/step", json={"action": {"action": 0}})
-        assert refused.status_code == 500 and "Call reset before step" in refused.json()["detail"]
+        assert refused.status_code == 409 and "Call reset before step" in refused.json()["detail"]
+        in_words = httpx.post(f"{url}/web/step", json={"message": "left"})  # read by the text view, as refused
+        assert in_words.status_code == 409 and "Call reset before step" in in_words.json()["detail"]
         assert httpx.post(f"{url}/web/reset", json={}).status_code == 200
