@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 
 import gymnasium as gym
+import httpx
 import msgpack
 import numpy as np
 import pytest
@@ -256,3 +257,26 @@ def test_a_refused_message_answered_at_once_leaves_the_session_stepping():
             assert error["data"]["code"] == "INVALID_JSON"
             sock.send(msgpack.packb({"type": "step", "data": {"action": 1}}))
             assert msgpack.unpackb(sock.recv(timeout=10), ext_hook=_ext)["type"] == "observation"
+
+
+@needs_native
+def test_a_plain_step_answered_in_the_callback_reports_what_the_env_did_wrong_and_goes_on():
+    """A plain step is answered in the native channel's callback, by the session's shortest
+    path: an env that raises, or returns an observation outside its space, gets its
+    EXECUTION_ERROR there, counted as a step, and the session steps on."""
+    with openenv_gym.local_server("tests.envs:FaultyEnv", execution="inline") as url:
+        with native_ws(url, subprotocols=[MSGPACK_SUBPROTOCOL]) as sock:
+
+            def step(action: int) -> dict:
+                sock.send(msgpack.packb({"type": "step", "data": {"action": action}}))
+                return msgpack.unpackb(sock.recv(timeout=10), ext_hook=_ext)
+
+            sock.send(msgpack.packb({"type": "reset", "data": {"seed": 0}}))
+            assert msgpack.unpackb(sock.recv(timeout=10), ext_hook=_ext)["type"] == "observation"
+            raised, outside, fine = step(1), step(2), step(0)
+            assert raised["data"]["code"] == "EXECUTION_ERROR" and "the simulator exploded" in raised["data"]["message"]
+            assert outside["data"]["code"] == "EXECUTION_ERROR" and "does not fit" in outside["data"]["message"]
+            assert fine["type"] == "observation" and fine["data"]["reward"] == 1.0
+        metrics = httpx.get(f"{url}/metrics").text
+    assert 'openenv_gym_messages_total{type="step"} 3' in metrics
+    assert 'openenv_gym_errors_total{code="EXECUTION_ERROR"} 2' in metrics
