@@ -147,6 +147,9 @@ class Connection:
         self._busy_poll = busy_poll
         self._send_timeout = send_timeout
         self._protocol = protocol
+        #: Our own framing, when it frames the connection (not websockets' protocol, which
+        #: frames one with an extension): a read of one whole message skips its events.
+        self._framing = protocol if isinstance(protocol, ClientFraming) else None
         self.url = url
         self.subprotocol = subprotocol
         #: The shared section the server's replies may put their arrays in (a native
@@ -468,6 +471,11 @@ class Connection:
             self._protocol.receive_data(bytes(data))
 
     def _feed(self, data: memoryview) -> None:
+        framing = self._framing
+        if framing is not None and (whole := framing.whole_message(data)) is not None:
+            self._deliver(*whole)
+            self._last_io = time.monotonic()
+            return
         if data:
             self._take(data)
         else:

@@ -11,8 +11,10 @@ either one; what it leaves out is the cost of a general protocol object on every
 message: a server frame is parsed in place in the buffer the connection reads into (its
 payload copied out once, never through a temporary: two large buffers freed together
 make glibc give their pages back, and the next message fault them in again, 160 page
-faults per 225 KB message), a client frame is one header and a payload masked in C
-(``websockets.speedups``). ``benchmarks/bench_client_transport.py`` measures the difference.
+faults per 225 KB message), a read that is one whole data frame (a reply, most reads) is
+taken with no frame event at all (:meth:`ClientFraming.whole_message`), a client frame is
+one header and a payload masked in C (``websockets.speedups``).
+``benchmarks/bench_client_transport.py`` measures the difference.
 
     >>> framing = ClientFraming(max_size=1 << 20)
     >>> framing.receive_data(b"\\x82\\x03abc")                # a binary frame from the server
@@ -160,6 +162,36 @@ class ClientFraming:
                 self._parse(memoryview(joined))
             else:
                 self._parse(view)
+
+    def whole_message(self, view: memoryview) -> tuple[Opcode, bytes] | None:
+        """The message ``view`` holds when it is exactly one whole data frame (the commonest
+        read: one reply), taken with no event object: its opcode and its payload, copied
+        out once. ``None`` for anything else, which :meth:`receive_data` takes: a frame
+        cut short or followed by another, a fragment, a control frame, one that breaks the
+        protocol or the size limit (the general path says why), or any state left over
+        from an earlier read."""
+        if self._head or self._payload is not None or self._message_bytes is not None:
+            return None
+        if self.state is not State.OPEN or self.parser_exc is not None:
+            return None
+        size = len(view)
+        if size < 2:
+            return None
+        first, length = view[0], view[1]  # FIN, no reserved bit, text or binary; unmasked
+        if (first != 0x82 and first != 0x81) or length & 0x80:
+            return None
+        start = 2
+        if length == 126:
+            if size < 4:
+                return None
+            length, start = _SHORT.unpack_from(view, 2)[0], 4
+        elif length == 127:
+            if size < 10:
+                return None
+            length, start = _LONG.unpack_from(view, 2)[0], 10
+        if size != start + length or (self.max_size is not None and length > self.max_size):
+            return None
+        return (Opcode.BINARY if first == 0x82 else Opcode.TEXT), bytes(view[start:])
 
     def _parse(self, view: memoryview) -> None:
         """Read the frames whole in ``view``; keep what starts one (a header cut short, or a

@@ -21,14 +21,19 @@ from openenv_gym.client.framing import ClientFraming
 SIZES = (0, 1, 125, 126, 127, 65535, 65536, 70_000, 300_000)
 
 
-def feed(framing: ClientFraming, stream: bytes, cuts: list[int]) -> list[Frame]:
-    """Feed ``stream`` cut at ``cuts`` through one reused buffer; the frames received."""
+def feed(framing: ClientFraming, stream: bytes, cuts: list[int], *, whole: bool = False) -> list[Frame]:
+    """Feed ``stream`` cut at ``cuts`` through one reused buffer; the frames received.
+    ``whole``: each read is first offered to ``whole_message``, as the connection does."""
     inbox = bytearray(max(len(stream), 1))
     events = []
     for start, end in zip([0, *cuts], [*cuts, len(stream)]):
         size = end - start
         inbox[:size] = stream[start:end]
-        framing.receive_data(memoryview(inbox)[:size])
+        message = framing.whole_message(memoryview(inbox)[:size]) if whole else None
+        if message is not None:
+            events.append(Frame(*message))
+        else:
+            framing.receive_data(memoryview(inbox)[:size])
         inbox[:] = b"\xaa" * len(inbox)  # the next read overwrites it: nothing may point into it
         events += framing.events_received()
     return events
@@ -64,6 +69,60 @@ def test_frames_cut_anywhere_come_out_whole_and_equal(seed):
     assert framing.parser_exc is None
     pongs = [frame for frame in sent if frame.opcode is Opcode.PING]
     assert len(framing.data_to_send()) == len(pongs)  # each ping answered, masked
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_reads_of_one_whole_frame_each_skip_the_events_and_read_the_same(seed):
+    """Cut at every frame boundary, each read holds one frame: the data frames come out of
+    ``whole_message``, the rest (pings, fragments) out of ``receive_data``, in order, equal."""
+    rng = random.Random(seed)
+    sent = messages(rng)
+    serialized = [frame.serialize(mask=False) for frame in sent]
+    boundaries = [sum(map(len, serialized[: i + 1])) for i in range(len(serialized) - 1)]
+    framing = ClientFraming(max_size=1 << 20)
+    taken = []
+    original = framing.whole_message
+
+    def counted(view):
+        message = original(view)
+        taken.append(message is not None)
+        return message
+
+    framing.whole_message = counted  # type: ignore[method-assign]
+    received = feed(framing, b"".join(serialized), boundaries, whole=True)
+    data_frames = [f for f in sent if f.opcode is not Opcode.PING]
+    assert [(f.opcode, f.data, f.fin) for f in received] == [(f.opcode, f.data, f.fin) for f in data_frames]
+    unfragmented = [f.opcode in (Opcode.BINARY, Opcode.TEXT) and f.fin for f in sent]
+    assert taken == unfragmented  # every whole data frame, and only those, skipped the events
+    assert framing.parser_exc is None
+
+
+@pytest.mark.parametrize("stream", [
+    b"\x82\x03ab",                                      # cut short
+    b"\x82\x01a\x82\x01b",                              # followed by another frame
+    b"\x02\x01a",                                       # a fragment
+    b"\x89\x01p",                                       # a control frame (a ping)
+    b"\x82\x81abcdx",                                   # masked: the general path fails it
+    b"\xc2\x01x",                                       # a reserved bit
+    b"\x82\x7e\x04\x01" + b"x" * 1025,                 # over the limit (1,024 bytes)
+    b"\x82",                                           # one byte of a header
+])
+def test_a_read_that_is_not_exactly_one_acceptable_data_frame_goes_the_general_way(stream):
+    assert ClientFraming(max_size=1024).whole_message(memoryview(stream)) is None
+
+
+def test_whole_messages_of_each_length_encoding_and_none_while_a_frame_is_pending():
+    framing = ClientFraming(max_size=None)
+    for size in (0, 125, 126, 65535, 65536):
+        frame = Frame(Opcode.BINARY, bytes(size)).serialize(mask=False)
+        assert framing.whole_message(memoryview(frame)) == (Opcode.BINARY, bytes(size))
+    assert framing.whole_message(memoryview(b"\x81\x02hi")) == (Opcode.TEXT, b"hi")
+    framing.receive_data(b"\x82\x05ab")  # a payload still arriving
+    assert framing.whole_message(memoryview(b"\x82\x01x")) is None
+    framing.receive_data(b"cde")
+    assert [f.data for f in framing.events_received()] == [b"abcde"]
+    framing.send_close(1000)  # closing: what still comes is the general path's to drop
+    assert framing.whole_message(memoryview(b"\x82\x01x")) is None
 
 
 def test_every_cut_of_a_header_and_payload_reads_the_same():
