@@ -34,6 +34,7 @@ PIECES = [
     ("openenv_gym/client/connection.py", "Connection._poll", "the client's busy polling"),
     ("openenv_gym/client/contract.py", "GymContract.step_frame", "the client's step frames, encoded once"),
     ("openenv_gym/client/contract.py", "GymContract.read_decoded", "the client's plain reply"),
+    ("openenv_gym/client/framing.py", "ClientFraming.whole_message", "the client's read of one whole frame"),
 ]
 
 
