@@ -4,7 +4,8 @@
 
     OpenEnvGymError
     ├── ProtocolError            a frame or message breaks the protocol; detected here,
-    │                            carrying the OpenEnv error code it answers to
+    │   │                        carrying the OpenEnv error code it answers to
+    │   └── NoEpisodeError           a step before any reset (EXECUTION_ERROR; HTTP 409)
     ├── RemoteError              the peer answered with an OpenEnv error frame
     │   ├── InvalidJsonError         INVALID_JSON
     │   ├── UnknownTypeError         UNKNOWN_TYPE
