@@ -465,8 +465,8 @@ class Connection:
     def _take(self, data: memoryview) -> None:
         """Give the framing what a read brought (websockets' protocol, which frames a
         connection with an extension, takes bytes)."""
-        if isinstance(self._protocol, ClientFraming):
-            self._protocol.receive_data(data)
+        if self._framing is not None:
+            self._framing.receive_data(data)
         else:
             self._protocol.receive_data(bytes(data))
 

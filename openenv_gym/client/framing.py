@@ -174,40 +174,22 @@ class ClientFraming:
             return None
         if self.state is not State.OPEN or self.parser_exc is not None:
             return None
-        size = len(view)
-        if size < 2:
+        header = _header(view, 0)
+        if header is None:
             return None
-        first, length = view[0], view[1]  # FIN, no reserved bit, text or binary; unmasked
-        if (first != 0x82 and first != 0x81) or length & 0x80:
+        first, second, length, start = header
+        if (first != 0x82 and first != 0x81) or len(view) != start + length:  # FIN, text or binary, whole
             return None
-        start = 2
-        if length == 126:
-            if size < 4:
-                return None
-            length, start = _SHORT.unpack_from(view, 2)[0], 4
-        elif length == 127:
-            if size < 10:
-                return None
-            length, start = _LONG.unpack_from(view, 2)[0], 10
-        if size != start + length or (self.max_size is not None and length > self.max_size):
-            return None
+        if not self._acceptable(first, second, length):
+            return None  # masked, or over the limit: failed here as the general path fails it
         return (Opcode.BINARY if first == 0x82 else Opcode.TEXT), bytes(view[start:])
 
     def _parse(self, view: memoryview) -> None:
         """Read the frames whole in ``view``; keep what starts one (a header cut short, or a
         payload still arriving) for the next read."""
         at, size = 0, len(view)
-        while size - at >= 2 and self.parser_exc is None:
-            first, second = view[at], view[at + 1]
-            length, start = second & 0x7F, at + 2
-            if length == 126:
-                if size - at < 4:
-                    break
-                length, start = _SHORT.unpack_from(view, start)[0], start + 2
-            elif length == 127:
-                if size - at < 10:
-                    break
-                length, start = _LONG.unpack_from(view, start)[0], start + 8
+        while self.parser_exc is None and (header := _header(view, at)) is not None:
+            first, second, length, start = header
             if not self._acceptable(first, second, length):
                 return  # read no more
             end = start + length
@@ -301,3 +283,22 @@ class ClientFraming:
         """The frames received since the last call: data frames and pongs."""
         events, self._events = self._events, []
         return events
+
+
+def _header(view: memoryview, at: int) -> tuple[int, int, int, int] | None:
+    """The frame header at ``at`` in ``view``: its first two bytes, its payload's length and
+    where the payload starts (``None``: the header is cut short)."""
+    size = len(view)
+    if size - at < 2:
+        return None
+    first, second = view[at], view[at + 1]
+    length, start = second & 0x7F, at + 2
+    if length == 126:
+        if size - at < 4:
+            return None
+        length, start = _SHORT.unpack_from(view, start)[0], start + 2
+    elif length == 127:
+        if size - at < 10:
+            return None
+        length, start = _LONG.unpack_from(view, start)[0], start + 8
+    return first, second, length, start
