@@ -45,7 +45,7 @@ from __future__ import annotations
 import functools
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
@@ -113,6 +113,10 @@ class EnvPoolVectorEnv(gym.vector.VectorEnv):
 
     Observations are the pool's own arrays, which a later call does not overwrite.
     """
+
+    #: Its calls wait for the pool's C++ threads: a server judges their speed by the
+    #: process's CPU, not the calling thread's (:func:`~openenv_gym.server.latency.usage_for`).
+    computes_on_own_threads: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -311,6 +315,9 @@ class EnvPoolEnv(gym.Env):
         ((4,), Discrete(2))
         >>> env.close()
     """
+
+    #: As :attr:`EnvPoolVectorEnv.computes_on_own_threads`: a pool of one steps it.
+    computes_on_own_threads: ClassVar[bool] = True
 
     def __init__(self, make_pool: PoolFactory) -> None:
         self._envs = EnvPoolVectorEnv(make_pool, 1, autoreset_mode=AutoresetMode.DISABLED)

@@ -43,7 +43,7 @@ from concurrent.futures import Future
 from typing import Any, Literal
 
 from ..errors import EnvCallInterrupted, EnvCallTimeout
-from .latency import DEFAULT_POLICY, InlineDeadline, InlinePromotion, LatencyPolicy, thread_usage
+from .latency import DEFAULT_POLICY, InlineDeadline, InlinePromotion, LatencyPolicy, Usage, thread_usage
 from .source import EnvSource
 
 __all__ = ["Execution", "EnvCaller", "HungCalls", "single_thread_worker", "SINGLE_THREAD_NAME", "BUILD_TIMEOUT"]
@@ -128,6 +128,10 @@ class EnvCaller:
         self.execution = execution
         #: When an ``"auto"`` session runs inline.
         self.promotion = InlinePromotion(policy)
+        #: The usage that judges its calls' speed: the calling thread's, or for an env
+        #: that computes on threads of its own the process's (set by the session that
+        #: built the env: :func:`~.latency.usage_for`).
+        self.usage: Usage = thread_usage
         self._inline = execution == "inline"
         #: Seconds the calls spent running (on the thread: from when it started
         #: the call, so waiting for the thread is not counted), summed until reset.
@@ -160,7 +164,7 @@ class EnvCaller:
         """Run one call on the event loop, under the inline deadline, and (``"auto"``)
         decide from how long it took whether the next runs inline too."""
         auto = self.execution == "auto"
-        usage = thread_usage() if auto else None
+        usage = self.usage() if auto else None
         deadline = self._deadline or self._deadline_keeper()
         start = time.perf_counter()
         if deadline is not None:
@@ -174,7 +178,7 @@ class EnvCaller:
             if deadline is not None:
                 deadline.end()
             self.seconds += (elapsed := time.perf_counter() - start)
-            if auto and not self.promotion.after_inline_call(elapsed, usage, thread_usage):
+            if auto and not self.promotion.after_inline_call(elapsed, usage, self.usage):
                 self._inline = False
 
     async def build(self, fn: Callable[[], Any]) -> Any:
@@ -191,7 +195,8 @@ class EnvCaller:
     ) -> Any:
         if self._worker is None:
             self._worker = single_thread_worker() if self.single_thread else _Worker()
-        timed = _Timed(fn, args, kwargs, usage=self.execution == "auto")  # only "auto" moves calls
+        usage = self.usage if self.execution == "auto" else None  # only "auto" moves calls
+        timed = _Timed(fn, args, kwargs, usage=usage)
         try:
             future = asyncio.wrap_future(self._worker.submit(timed))
             if timeout is None:
@@ -317,22 +322,24 @@ def single_thread_worker() -> _Worker:
 
 class _Timed:
     """A call run on a worker thread, timed there: the seconds it took and, with ``usage``
-    and where the platform tells it, the thread's usage before and after (see :func:`~.latency.thread_usage`)."""
+    (:func:`~.latency.thread_usage`, or :func:`~.latency.process_usage`) and where the
+    platform tells it, that usage before and after."""
 
     __slots__ = ("fn", "args", "kwargs", "usage", "elapsed", "before", "after")
 
-    def __init__(self, fn: Callable[..., Any], args: tuple, kwargs: dict, *, usage: bool) -> None:
+    def __init__(self, fn: Callable[..., Any], args: tuple, kwargs: dict, *, usage: Usage | None) -> None:
         self.fn, self.args, self.kwargs, self.usage = fn, args, kwargs, usage
         self.elapsed: float | None = None
         self.before: tuple[float, int] | None = None
         self.after: tuple[float, int] | None = None
 
     def __call__(self) -> Any:
-        if self.usage:
-            self.before = thread_usage()
+        usage = self.usage
+        if usage is not None:
+            self.before = usage()
         start = time.perf_counter()
         result = self.fn(*self.args, **self.kwargs)
         self.elapsed = time.perf_counter() - start
-        if self.usage:
-            self.after = thread_usage()
+        if usage is not None:
+            self.after = usage()
         return result

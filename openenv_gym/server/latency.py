@@ -10,7 +10,9 @@ a benchmark row, with and without it in one run, shows what it does
 - **Inline execution** (:class:`InlinePromotion`, which
   :class:`~.execution.EnvCaller` consults under ``execution="auto"``): a session
   whose calls proved fast runs them on the event loop, and its first slow call sends it
-  back to its thread. CartPole, auto / always on the thread: 2.5x.
+  back to its thread. CartPole, auto / always on the thread: 2.5x. An EnvPool pool is
+  judged by its process's CPU (:func:`usage_for`): over a long session it then stays
+  inline, as ``execution="inline"`` does.
 - **The inline deadline** (:class:`InlineDeadline`): a watchdog interrupts an inline
   call that runs past ``inline_deadline``, so that a fast env that hangs stalls the loop
   for seconds, not for ever. It is the safety inline execution needs, and costs nothing
@@ -47,6 +49,7 @@ from ..errors import EnvCallInterrupted
 
 __all__ = [
     "LatencyPolicy", "DEFAULT_POLICY", "InlinePromotion", "InlineDeadline", "BusyPoll", "thread_usage",
+    "process_usage", "usage_for",
     "INTERRUPT_SIGNAL", "DEFAULT_INLINE_DEADLINE", "DEFAULT_BUSY_POLL", "MAX_PROMOTE_AFTER",
 ]
 
@@ -94,6 +97,9 @@ try:
 except (ImportError, AttributeError):
     _RUSAGE_THREAD = None
 
+#: A usage: CPU seconds and voluntary context switches, or ``None`` where the platform does not tell.
+Usage = Callable[[], tuple[float, int] | None]
+
 
 def thread_usage() -> tuple[float, int] | None:
     """CPU seconds and voluntary context switches of the calling thread, where
@@ -102,6 +108,41 @@ def thread_usage() -> tuple[float, int] | None:
         return None
     usage = resource.getrusage(_RUSAGE_THREAD)
     return usage.ru_utime + usage.ru_stime, usage.ru_nvcsw
+
+
+def process_usage() -> tuple[float, int] | None:
+    """CPU seconds of the whole process (all its threads), with no count of blocking,
+    where the platform tells them (Linux), else ``None``: the usage of an env that
+    computes on threads of its own (see :func:`usage_for`)."""
+    if _RUSAGE_THREAD is None:
+        return None
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime, 0
+
+
+def usage_for(env: object) -> Usage:
+    """The usage that judges the calls of ``env`` (:class:`InlinePromotion`): its
+    calling thread's (:func:`thread_usage`), or for an env whose class says it
+    ``computes_on_own_threads`` (an EnvPool pool) the whole process's
+    (:func:`process_usage`).
+
+    Such an env's calling thread waits for its threads at every call, which is not
+    blocking on the world outside, and its work is their CPU, not the caller's. By
+    its thread's usage each of its calls would have blocked, so a call that a busy
+    machine slowed down by preempting the pool's threads would send the session
+    to its thread, and each time for longer (each demotion doubles the fast calls
+    needed to come back): a long session spent more and more of its steps paying
+    two thread hand-offs each (docs/benchmarks.md, "A long session on an EnvPool
+    server"). By the process's usage such a call was merely preempted, unless the
+    process computed ``inline_threshold`` of CPU in it.
+
+        >>> class Pool:
+        ...     computes_on_own_threads = True
+        >>> usage_for(Pool()) is process_usage, usage_for(object()) is thread_usage
+        (True, True)
+    """
+    unwrapped = getattr(env, "unwrapped", env)
+    return process_usage if getattr(type(unwrapped), "computes_on_own_threads", False) else thread_usage
 
 
 # -- inline execution -------------------------------------------------------------
@@ -117,9 +158,11 @@ class InlinePromotion:
     call that neither blocked nor used ``inline_threshold`` of CPU was only preempted by
     another process: it counts as fast, inline and on the thread alike (on a busy
     machine, a streak of calls timed by the clock alone would rarely reach
-    ``promote_after``). Each demotion doubles the run of fast calls needed to come back
-    (up to :data:`MAX_PROMOTE_AFTER`), so a genuinely slow env stays on its thread while
-    a fast env that was merely preempted on a busy machine returns inline.
+    ``promote_after``). The usage is the calling thread's, or for an env that computes
+    on threads of its own the process's (:func:`usage_for`). Each demotion doubles the
+    run of fast calls needed to come back (up to :data:`MAX_PROMOTE_AFTER`), so a
+    genuinely slow env stays on its thread while a fast env that was merely preempted
+    on a busy machine returns inline.
     """
 
     def __init__(self, policy: LatencyPolicy) -> None:

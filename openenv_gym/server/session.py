@@ -75,6 +75,7 @@ from . import jsonrpc
 from .attributes import OneEnv, SubEnvs, chosen
 from .execution import EnvCaller
 from .isolation import EnvCrashed, env_processes
+from .latency import usage_for
 from .source import EnvSource
 from .tools import Position, ServedTool, ToolOutcome, gym_tools
 
@@ -132,7 +133,8 @@ class EnvHost:
 
     async def start(self) -> None:
         """Build the environment; failures become FACTORY_ERROR. A session that ends
-        while its env is being built has the processes of that env killed once built."""
+        while its env is being built has the processes of that env killed once built.
+        Its calls are then judged by the usage that fits the env (:func:`~.latency.usage_for`)."""
         try:
             self.env = await self._built_env()
         except Exception as exc:  # noqa: BLE001 - any factory failure is reported
@@ -142,6 +144,7 @@ class EnvHost:
                 f"{describe_error(exc)}",
                 factory_name=self.source.name,
             ) from exc
+        self.call.usage = usage_for(self.env)
 
     async def _built_env(self) -> Any:
         if self.call.execution == "inline":

@@ -420,6 +420,98 @@ def test_an_inline_call_reads_its_threads_usage_after_it_only_when_it_was_slow(m
     asyncio.run(scenario())
 
 
+class _Pool(gym.Env):
+    """An env whose calls wait for threads of its own, as an EnvPool pool's do."""
+
+    computes_on_own_threads = True
+    observation_space = spaces.Discrete(2)
+    action_space = spaces.Discrete(2)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[int, dict]:
+        return 0, {}
+
+    def step(self, action: int) -> tuple[int, float, bool, bool, dict]:
+        return 0, 0.0, False, False, {}
+
+
+def test_a_pool_is_judged_by_its_process_usage_and_other_envs_by_their_threads():
+    from openenv_gym.server.latency import process_usage, thread_usage, usage_for
+
+    assert usage_for(_Pool()) is process_usage
+    assert usage_for(gym.wrappers.TimeLimit(_Pool(), 10)) is process_usage  # through its wrappers
+    assert usage_for(gym.make("CartPole-v1")) is thread_usage
+    assert usage_for(object()) is thread_usage
+    cpu, blocked = process_usage()
+    assert cpu > 0 and blocked == 0  # waiting for its own threads is never blocking
+
+
+def test_a_pool_session_that_waits_without_computing_stays_inline():
+    """A pool's calling thread waits for the pool's threads at every call: by its thread's
+    usage each slow call blocked and sends the session back to its thread. By the
+    process's usage, a slow call in which the process did not compute the threshold's
+    worth was slowed down by others (a busy machine preempting the pool's threads), and
+    counts as fast, on the thread and inline; one in which it did is slow."""
+
+    def spin(seconds: float) -> None:
+        end = time.thread_time() + seconds
+        while time.thread_time() < end:
+            pass
+
+    async def scenario(usage: Any, fn: Any, seconds: float) -> bool:
+        caller = EnvCaller("auto", policy=LatencyPolicy(inline_threshold=0.05, promote_after=3))
+        caller.usage = usage
+        try:
+            for _ in range(3):
+                await caller(fn, seconds)  # on the thread, each as long as a preemption
+            promoted = caller.inline
+            await caller(fn, seconds)  # inline once promoted
+            return promoted and caller.inline
+        finally:
+            caller.shutdown()
+
+    from openenv_gym.server.latency import process_usage, thread_usage
+
+    assert asyncio.run(scenario(process_usage, time.sleep, 0.1))  # slow, little CPU: preempted
+    assert not asyncio.run(scenario(thread_usage, time.sleep, 0.1))  # the thread blocked
+    assert not asyncio.run(scenario(process_usage, spin, 0.1))  # the process computed: slow
+
+
+def test_a_session_judges_its_calls_by_the_usage_its_env_needs():
+    from openenv_gym.server.latency import process_usage, thread_usage
+
+    async def usage_of(env_factory: Any) -> Any:
+        session = Session(resolve(env_factory), codec=codec_for(None), caller=EnvCaller("auto"))
+        await session.start()
+        try:
+            return session.call.usage
+        finally:
+            await session.close()
+
+    assert asyncio.run(usage_of(_Pool)) is process_usage
+    assert asyncio.run(usage_of("CartPole-v1")) is thread_usage
+
+
+def test_envpool_sessions_single_and_vector_are_judged_by_the_process_usage():
+    pytest.importorskip("envpool")
+    from openenv_gym.server.latency import process_usage
+    from openenv_gym.server.vector import VectorSession
+
+    source = resolve("envpool:CartPole-v1")
+
+    async def usage_of(session: EnvHost) -> Any:
+        await session.start()
+        try:
+            return session.call.usage
+        finally:
+            await session.close()
+
+    single = Session(source, codec=codec_for(None), caller=EnvCaller("auto"))
+    vector = VectorSession(source, num_envs=4, autoreset="NextStep", backend="envpool", codec=codec_for(None),
+                           caller=EnvCaller("auto"))
+    assert asyncio.run(usage_of(single)) is process_usage
+    assert asyncio.run(usage_of(vector)) is process_usage
+
+
 def test_env_caller_promotes_fast_calls_and_demotes_slow_ones():
     async def scenario():
         # Thresholds far above what a loaded machine's preemption adds to a trivial call.
