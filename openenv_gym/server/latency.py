@@ -140,8 +140,14 @@ def usage_for(env: object) -> Usage:
         ...     computes_on_own_threads = True
         >>> usage_for(Pool()) is process_usage, usage_for(object()) is thread_usage
         (True, True)
+
+    An env whose ``unwrapped`` raises is judged by its thread: a guess about speed must
+    not fail a session whose env was built.
     """
-    unwrapped = getattr(env, "unwrapped", env)
+    try:
+        unwrapped = getattr(env, "unwrapped", env)
+    except Exception:  # noqa: BLE001 - any env's own property
+        return thread_usage
     return process_usage if getattr(type(unwrapped), "computes_on_own_threads", False) else thread_usage
 
 

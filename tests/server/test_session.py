@@ -441,6 +441,13 @@ def test_a_pool_is_judged_by_its_process_usage_and_other_envs_by_their_threads()
     assert usage_for(gym.wrappers.TimeLimit(_Pool(), 10)) is process_usage  # through its wrappers
     assert usage_for(gym.make("CartPole-v1")) is thread_usage
     assert usage_for(object()) is thread_usage
+
+    class Broken(gym.Wrapper):
+        @property
+        def unwrapped(self) -> gym.Env:
+            raise RuntimeError("no")
+
+    assert usage_for(Broken(_Pool())) is thread_usage
     cpu, blocked = process_usage()
     assert cpu > 0 and blocked == 0  # waiting for its own threads is never blocking
 
