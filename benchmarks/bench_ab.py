@@ -202,6 +202,14 @@ def base_checkout(revision: str | None, path: str | None) -> Iterator[Path]:
         subprocess.run(["git", "-C", str(ROOT), "worktree", "prune"], capture_output=True, timeout=120)
 
 
+def add_base_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options naming the base side, one of them required: ``--base REVISION`` (checked
+    out by :func:`base_checkout`) or ``--base-path DIR``."""
+    base = parser.add_mutually_exclusive_group(required=True)
+    base.add_argument("--base", metavar="REVISION", help="git revision of this repository to compare with")
+    base.add_argument("--base-path", metavar="DIR", help="an openenv-gym checkout to compare with")
+
+
 def side_info(side: str, root: Path, revision: str | None, env: dict[str, str]) -> dict[str, Any]:
     """The side's commit, and a check that its processes import its own ``openenv_gym``."""
     probe = subprocess.run([sys.executable, "-c", "import openenv_gym; print(openenv_gym.__file__)"],
@@ -233,9 +241,7 @@ def side_name(info: dict[str, Any]) -> str:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    base = p.add_mutually_exclusive_group(required=True)
-    base.add_argument("--base", metavar="REVISION", help="git revision of this repository to compare with")
-    base.add_argument("--base-path", metavar="DIR", help="an openenv-gym checkout to compare with")
+    add_base_arguments(p)
     p.add_argument("--quick", action="store_true", help="2 reps x 0.5 s windows")
     p.add_argument("--reps", type=int, default=None, help="rounds (default 9, quick 2)")
     p.add_argument("--window", type=float, default=None, help="seconds per timed window (default 1.5, quick 0.5)")

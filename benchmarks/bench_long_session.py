@@ -68,9 +68,7 @@ RATIOS = [
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    base = p.add_mutually_exclusive_group(required=True)
-    base.add_argument("--base", metavar="REVISION", help="git revision of this repository to compare with")
-    base.add_argument("--base-path", metavar="DIR", help="an openenv-gym checkout to compare with")
+    bench_ab.add_base_arguments(p)
     p.add_argument("--quick", action="store_true", help="1 rep x 15 s sessions")
     p.add_argument("--reps", type=int, default=None, help="reps (default 3, quick 1)")
     p.add_argument("--seconds", type=float, default=None, help="seconds per session (default 75, quick 15)")
