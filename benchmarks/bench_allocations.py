@@ -2,11 +2,11 @@
 """What a step allocates on the hot path, on each end: the memory a step holds beyond what
 was live before it (Python's ``tracemalloc``), per config and path.
 
-    python benchmarks/bench_allocations.py [--reps 3] [--steps 300]
+    python benchmarks/bench_allocations.py [--reps 3] [--steps 2000]
 
-The issue of the native path asks for no per-message allocations on the hot path. In Python
-every reply decodes to new objects (a dict, a float, an array header), so "none" cannot be
-taken literally; what this measures is whether a step allocates anything that grows with
+The native path is to allocate nothing per message on its hot path. In Python every reply
+decodes to new objects (a dict, a float, an array header), so "nothing" cannot be taken
+literally; what this measures is whether a step allocates anything that grows with
 its message (a frame copied into a temporary, an encode buffer, a mask) or keeps anything
 after it. Four configs, each on the native listener and on the main port (the pure-Python
 path), polling off, msgpack:
