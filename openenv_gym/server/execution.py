@@ -201,11 +201,10 @@ class EnvCaller:
             future = asyncio.wrap_future(self._worker.submit(timed))
             if timeout is None:
                 return await future
-            try:
-                return await asyncio.wait_for(future, timeout)
-            except asyncio.TimeoutError:
+            if not await _within(future, timeout):
                 self.shutdown()  # the hung thread is left behind; the next call gets a new one
-                raise EnvCallTimeout(f"{getattr(fn, '__name__', 'the call')} took longer than {timeout} s") from None
+                raise EnvCallTimeout(f"{getattr(fn, '__name__', 'the call')} took longer than {timeout} s")
+            return future.result()
         finally:
             if timed.elapsed is not None:
                 self.seconds += timed.elapsed
@@ -343,3 +342,20 @@ class _Timed:
         if usage is not None:
             self.after = usage()
         return result
+
+
+async def _within(future: asyncio.Future, timeout: float) -> bool:
+    """Wait at most ``timeout`` seconds for ``future``: whether it is done. If not (or if
+    the wait itself is cancelled) it is cancelled, so that its outcome, when its call on a
+    thread does end, is dropped rather than reported as never retrieved.
+
+    Not :func:`asyncio.wait_for`: since Python 3.12 it needs a task to cancel, and a step
+    answered in the callback that received it (:mod:`.eager`) runs before there is one
+    ("Timeout should be used inside a task")."""
+    try:
+        await asyncio.wait((future,), timeout=timeout)
+        finished = future.done()
+    finally:
+        if not future.done():
+            future.cancel()
+    return finished

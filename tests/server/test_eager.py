@@ -5,6 +5,7 @@ order, whatever waits; what an answer raises ends the session on its task."""
 from __future__ import annotations
 
 import asyncio
+import time
 
 import gymnasium as gym
 import httpx
@@ -13,9 +14,10 @@ import numpy as np
 import pytest
 
 import openenv_gym
-from openenv_gym.errors import ErrorCode, ProtocolError
+from openenv_gym.errors import EnvCallTimeout, ErrorCode, ProtocolError
 from openenv_gym.protocol import MSGPACK_SUBPROTOCOL, codec_for
 from openenv_gym.server.eager import Done, Suspended, begin
+from openenv_gym.server.execution import EnvCaller
 from openenv_gym.server.native import NativeChannel, native_available
 from openenv_gym.server.transport import LATER
 from tests.server.test_native import native_ws
@@ -103,6 +105,39 @@ def test_closing_what_was_left_suspended_runs_its_finally_blocks():
 
     asyncio.run(main())
     assert released == [True]
+
+
+def test_an_env_call_under_a_step_timeout_begins_outside_any_task():
+    """A step answered at once starts in the transport's callback, before any task: its env
+    call on a thread, under the step timeout, must wait there (Python 3.12's
+    ``asyncio.wait_for`` would refuse: "Timeout should be used inside a task")."""
+    caller = EnvCaller("thread", timeout=0.5)
+
+    async def begun_in_a_callback(call):
+        loop = asyncio.get_running_loop()
+        begun = loop.create_future()
+
+        def callback():
+            try:
+                begun.set_result(begin(call))
+            except BaseException as exc:  # noqa: BLE001 - handed to the test
+                begun.set_exception(exc)
+
+        loop.call_soon(callback)
+        rest = await begun
+        assert isinstance(rest, Suspended)
+        return await loop.create_task(_await(rest))
+
+    async def main():
+        assert await begun_in_a_callback(caller(sum, [1, 2, 3])) == 6
+        with pytest.raises(EnvCallTimeout, match="took longer than 0.5 s"):
+            await begun_in_a_callback(caller(time.sleep, 1.5))
+        assert await begun_in_a_callback(caller(sum, [4])) == 4  # on a new thread
+
+    try:
+        asyncio.run(main())
+    finally:
+        caller.shutdown()
 
 
 # -- the native channel ----------------------------------------------------------------
