@@ -32,7 +32,7 @@ import urllib.parse
 from typing import Any, NoReturn
 
 from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import ConnectionClosed, InvalidHandshake, PayloadTooBig, SecurityError
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, PayloadTooBig
 from websockets.frames import DATA_OPCODES, Frame
 from websockets.protocol import Event
 from websockets.typing import Data, Subprotocol
@@ -48,7 +48,7 @@ from ..errors import (
     RemoteError,
 )
 from ..protocol import WS_REPLIES, ClientMessage, Close, Codec, ServerMessage
-from .connection import MAX_UNREAD_MESSAGES, ws_url
+from .connection import MAX_UNREAD_MESSAGES, handshake_failed, ws_url
 from .loop import reply_on
 from .native import native_attempt
 from .options import ConnectOptions
@@ -309,11 +309,7 @@ async def _connect(url: str, options: ConnectOptions) -> _BoundedConnection:
             f"{options.connect_timeout} s (connect_timeout)"
         ) from exc
     except InvalidHandshake as exc:
-        cause = exc.__cause__
-        past_limits = isinstance(exc, SecurityError) or isinstance(cause, SecurityError)
-        raise (LimitExceededError if past_limits else ConnectionClosedError)(
-            f"WebSocket handshake with {url} failed: {exc}{f' ({cause})' if cause else ''}"
-        ) from exc
+        raise handshake_failed(url, exc) from exc
     except OSError as exc:
         raise ConnectionClosedError(f"Failed to connect to {url}: {exc}") from exc
     assert isinstance(websocket, _BoundedConnection)

@@ -722,14 +722,23 @@ def _handshake(
             break  # an answer that is no HTTP response, or past websockets' limits: nothing more to read
     failure = protocol.handshake_exc
     if failure is not None:
-        cause = failure.__cause__
-        kind = LimitExceededError if isinstance(cause, SecurityError) else ConnectionClosedError
-        raise kind(
-            f"WebSocket handshake with {url} failed: {failure}{f' ({cause})' if cause else ''}"
-        ) from failure
+        raise handshake_failed(url, failure) from failure
     assert response is not None  # the loop ends with a response or a handshake failure
     sock.setblocking(False)  # from now on the connection waits with poll(2) (Connection._read_by)
     return sock, response, rest
+
+
+def handshake_failed(url: str, failure: Exception) -> LimitExceededError | ConnectionClosedError:
+    """The error of a WebSocket handshake with ``url`` that ``failure`` (websockets'
+    exception) ended: a reply past websockets' size limits (which websockets words
+    differently from version to version), or one that is no handshake's."""
+    cause = failure.__cause__
+    if isinstance(failure, SecurityError) or isinstance(cause, SecurityError):
+        return LimitExceededError(
+            f"WebSocket handshake with {url} failed: its HTTP response is larger than a handshake "
+            f"reply may be ({cause or failure}); is it a WebSocket server?"
+        )
+    return ConnectionClosedError(f"WebSocket handshake with {url} failed: {failure}{f' ({cause})' if cause else ''}")
 
 
 class _Readiness:

@@ -292,7 +292,7 @@ WS = {
                          ("UTF-8", "1007")),
     "handshake, then silence": Ws(lambda: hs.websocket(hs.StockEnv(hs.never)), MessageTimeoutError,
                                   ("message_timeout",), REPLY),
-    "handshake answered by an endless body": Ws(hs.endless, LimitExceededError, ("expected no more than",)),
+    "handshake answered by an endless body": Ws(hs.endless, LimitExceededError, ("larger than a handshake reply may be",)),
     "handshake never answered": Ws(lambda: hs.websocket(hs.StockEnv(), handshake=False), MessageTimeoutError,
                                    ("connect_timeout",), CONNECT),
 }
