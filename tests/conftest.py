@@ -35,6 +35,16 @@ if not os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
     set_hypothesis_home_dir(Path(tempfile.gettempdir()) / "openenv-gym-hypothesis")
 
 
+def project_of(pyproject: Path) -> dict:
+    """The ``[project]`` table of a ``pyproject.toml`` (tomllib's reading, or tomli's on
+    Python 3.10, which has no tomllib)."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+    return tomllib.loads(pyproject.read_text())["project"]
+
+
 def subprocess_env(**extra: str) -> dict[str, str]:
     """The environment for a child Python that imports the tests' modules."""
     path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)

@@ -13,11 +13,10 @@ import sys
 import types
 
 import pytest
-import tomllib
 
 import openenv_gym
 from openenv_gym import errors
-from tests.conftest import ROOT, subprocess_env
+from tests.conftest import ROOT, project_of, subprocess_env
 
 #: Every name of ``openenv_gym.__all__`` and where it is defined (``module:attribute``,
 #: or a module). A new export belongs here, and in the docs.
@@ -90,7 +89,7 @@ def test_all_is_exactly_the_documented_exports_and_the_version():
 
 
 def test_the_version_is_the_one_the_package_is_built_with():
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    project = project_of(ROOT / "pyproject.toml")
     assert openenv_gym.__version__ == project["version"]
 
 

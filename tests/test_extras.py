@@ -22,10 +22,9 @@ import sys
 from pathlib import Path
 
 import pytest
-import tomllib
 
 import openenv_gym
-from tests.conftest import ROOT, free_port, package_source, server_process
+from tests.conftest import ROOT, free_port, package_source, project_of, server_process
 
 pytestmark = [pytest.mark.extras, pytest.mark.timeout(900)]
 
@@ -46,7 +45,7 @@ def readme_snippets() -> dict[str, list[str]]:
 
 
 def user_extras() -> list[str]:
-    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    extras = project_of(ROOT / "pyproject.toml")["optional-dependencies"]
     return sorted(set(extras) - DEVELOPER_EXTRAS)
 
 

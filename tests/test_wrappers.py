@@ -13,11 +13,10 @@ from pathlib import Path
 
 import httpx
 import pytest
-import tomllib
 import yaml
 from openenv import GenericEnvClient
 
-from tests.conftest import asgi_server
+from tests.conftest import asgi_server, project_of
 
 WRAPPERS = Path(__file__).resolve().parent.parent / "wrappers"
 NAMES = sorted(p.name for p in WRAPPERS.iterdir() if (p / "openenv.yaml").exists())
@@ -49,7 +48,7 @@ def test_wrapper_layout(name):
     assert manifest == {"spec_version": 1, "name": name, "type": "space", "runtime": "fastapi",
                         "app": "server.app:app", "port": 8000}
     assert validation["execution"]["probe_path"] == "validation/runtime.json"
-    project = tomllib.loads((folder / "pyproject.toml").read_text())["project"]
+    project = project_of(folder / "pyproject.toml")
     assert any(d.startswith("openenv-gym") for d in project["dependencies"])
     assert project["scripts"]["server"] == "server.app:main"
     readme = (folder / "README.md").read_text()
