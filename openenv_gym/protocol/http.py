@@ -24,7 +24,7 @@ from ..errors import ErrorCode, HttpError, JsonRpcError, NoEpisodeError, Protoco
 from .codecs import loads_json
 from .frames import Limits, check_size
 from .mcp import parse_error
-from .messages import Reset, Step
+from .messages import Reset, Step, error_entry
 
 __all__ = [
     "HttpError",
@@ -105,20 +105,26 @@ def step_request(raw: bytes, limits: Limits) -> tuple[Step, Reset]:
 
 
 def step_body(body: Any) -> tuple[Step, Reset]:
-    """:func:`step_request` of a body already decoded."""
-    if not isinstance(body, dict) or not isinstance(body.get("action"), dict):
-        raise HttpError(
-            422,
-            {
-                "detail": [
-                    {
-                        "type": "missing",
-                        "loc": ["body", "action"],
-                        "msg": "Field required: an object with the action fields",
-                    }
-                ]
-            },
-        )
+    """:func:`step_request` of a body already decoded. What is wrong with a body that
+    is not ``{"action": {...}}`` is said as FastAPI says it for the reference server:
+
+        >>> try:
+        ...     step_body({"action": 5})
+        ... except HttpError as exc:
+        ...     exc.payload["detail"][0]["type"], exc.payload["detail"][0]["loc"]
+        ('dict_type', ['body', 'action'])
+    """
+    problem, wanted = None, "an object with the action fields"
+    if not isinstance(body, dict):
+        problem = error_entry(["body"], "Input should be a valid dictionary or object to extract fields from",
+                              body, "model_attributes_type")
+    elif "action" not in body:
+        problem = error_entry(["body", "action"], f"Field required: {wanted}", body, "missing")
+    elif not isinstance(body["action"], dict):
+        action = body["action"]
+        problem = error_entry(["body", "action"], f"Input should be a valid dictionary: {wanted}", action, "dict_type")
+    if problem is not None:
+        raise HttpError(422, {"detail": [problem]})
     seed = body.get("seed")
     try:
         reset = Reset.from_data({"seed": seed} if seed is not None else None)  # a seed that is not an int: 422

@@ -150,12 +150,22 @@ def test_a_step_body_without_a_seed_resets_unseeded():
     assert http.step_request(b'{"action": {}}', Limits()) == (messages.Step({}), messages.Reset())
 
 
-@pytest.mark.parametrize("raw", [b"{}", b'{"action": 1}', b'{"action": [1]}', b"[1]", b""])
-def test_a_step_body_needs_an_action_object(raw):
+@pytest.mark.parametrize("raw, loc, kind, says", [
+    (b"{}", ["body", "action"], "missing", "Field required"),
+    (b"", ["body", "action"], "missing", "Field required"),
+    (b'{"seed": 1}', ["body", "action"], "missing", "Field required"),
+    (b'{"action": 1}', ["body", "action"], "dict_type", "Input should be a valid dictionary"),
+    (b'{"action": [1]}', ["body", "action"], "dict_type", "Input should be a valid dictionary"),
+    (b'{"action": null}', ["body", "action"], "dict_type", "Input should be a valid dictionary"),
+    (b"[1]", ["body"], "model_attributes_type", "Input should be a valid dictionary or object"),
+    (b"5", ["body"], "model_attributes_type", "Input should be a valid dictionary or object"),
+])
+def test_a_step_body_needs_an_action_object_and_says_what_it_got_instead(raw, loc, kind, says):
     error = http_refused(lambda: http.step_request(raw, Limits()))
     assert error.status == 422
     ((entry),) = error.payload["detail"]
-    assert entry["loc"] == ["body", "action"] and entry["type"] == "missing"
+    assert (entry["loc"], entry["type"]) == (loc, kind) and entry["msg"].startswith(says)
+    assert entry["input"] == (json.loads(raw)["action"] if kind == "dict_type" else json.loads(raw or b"{}"))
 
 
 @pytest.mark.parametrize("seed, msg", [(-2, "Input should be greater than or equal to 0"),
