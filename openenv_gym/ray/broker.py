@@ -268,8 +268,12 @@ class PoolBroker:
 
     async def _check(self) -> None:
         """One round: each server's ``/health``; a server that failed twice in
-        a row is killed for Ray to restart; leases of dead owners are released."""
-        indices = sorted(self.servers)
+        a row is killed for Ray to restart; leases of dead owners are released.
+
+        A server still starting is not checked: its ``/health`` call waits for the actor
+        to be built, which on a busy machine, or with an env slow to build, takes longer
+        than a check may, and :meth:`scale` waits for it and raises if it fails."""
+        indices = sorted(i for i, server in self.servers.items() if server.state != "starting")
         results = await asyncio.gather(*(self._check_one(i) for i in indices), return_exceptions=True)
         self._health = {i: r for i, r in zip(indices, results) if isinstance(r, dict)}
         await self._release_orphans()
@@ -285,6 +289,8 @@ class PoolBroker:
             server.state = "restarting"
             return None
         except Exception as error:  # noqa: BLE001 - no answer, or not a healthy one
+            if server.state == "restarting":
+                return None  # not up again yet: it registers when it is (a restart is no failure)
             server.failures += 1
             server.state = "unhealthy"
             if server.failures >= 2:

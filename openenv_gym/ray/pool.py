@@ -93,7 +93,8 @@ def launch(
             other nodes reach). Ray on one machine only: ``"127.0.0.1"``.
         name: the broker's name (in the ``openenv_gym`` namespace), for :func:`connect`.
         health_interval: seconds between the broker's health checks; a server
-            that fails two in a row is restarted. ``None``: no background checks.
+            that fails two in a row is restarted (one still starting, or being
+            restarted, is not judged by them). ``None``: no background checks.
         health_timeout: seconds a server's ``/health`` may take.
 
     Raises:

@@ -10,6 +10,8 @@ a step lost or applied twice anywhere shows up as a wrong count.
 
 from __future__ import annotations
 
+import time
+
 import gymnasium as gym
 import numpy as np
 
@@ -38,6 +40,15 @@ class CountingEnv(gym.Env):
     def step(self, action):
         self.count += 1
         return np.array([self.count]), 1.0, self.count >= self.length, False, {}
+
+
+class SlowStartEnv(CountingEnv):
+    """A :class:`CountingEnv` that takes ``start_delay`` seconds to build (a large
+    simulator loading its assets): a server of it is that long starting."""
+
+    def __init__(self, start_delay: float = 10.0) -> None:
+        time.sleep(start_delay)
+        super().__init__()
 
 
 class StepLedger:

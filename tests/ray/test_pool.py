@@ -6,8 +6,8 @@ leases never put more sessions on a server than it holds, from any process; a
 server that dies is restarted, on its old port when it can, and its envs are
 truncated, flagged and restarted without a step lost or applied twice; a
 server that comes back elsewhere is followed; the pool scales; a server that
-stops answering is restarted by the health check; nothing is left running
-after ``close()`` or after the driver exits.
+stops answering is restarted by the health check, and one slow to start is left
+to start; nothing is left running after ``close()`` or after the driver exits.
 """
 
 from __future__ import annotations
@@ -268,6 +268,17 @@ def test_scale_up_and_down_moves_the_leases_of_stopped_servers():
             envs.close()
         assert ledger.lost.tolist() == [0, 0, 0, 1, 1, 1]  # the second server's envs moved
         assert server["leased"] == 6 and server["index"] == 0
+
+
+def test_a_server_slow_to_start_is_not_restarted_by_the_health_check():
+    """Checks that run while a server starts (its env takes 13 s to build here; on a busy
+    machine Ray's actors are as slow) wait for the actor to be built and time out: they must
+    not count against it. Two did, and the broker killed the server before it was up, so
+    ``launch`` failed with "server 0 of the pool did not start"."""
+    with launch("tests.ray.envs:SlowStartEnv", num_servers=1, name="slow-start", health_interval=0.5,
+                health_timeout=0.5, server_kwargs={**QUIET, "env_kwargs": {"start_delay": 13.0}}) as pool:
+        (server,) = pool.health()
+    assert (server["starts"], server["state"]) == (1, "alive")
 
 
 def test_the_health_check_restarts_a_server_that_stops_answering():
