@@ -390,7 +390,7 @@ def env_tools(
         return _server_tools(url, tools, view, options)
     if tools == "server":
         raise ValueError(f"{url_or_env!r} is a local env, which has no server tools: use tools='auto' or 'client'")
-    return _client_tools(make_env, view, None)
+    return _client_tools(make_env, view)
 
 
 def view_session(
@@ -426,10 +426,11 @@ def _target(
 
 
 def _server_tools(url: str, tools: ToolsFrom, view: Any, options: ConnectOptions) -> EnvTools:
-    name = _server_name(url, options)
+    # The optional documents (/metadata's name, the instructions) are read after the ones
+    # a session needs: a server that never answers fails within one connect_timeout.
     listed = _list_tools(url, options) if tools != "client" else None
     if listed:
-        instructions = _server_instructions(url, options)
+        name, instructions = _server_name(url, options), _server_instructions(url, options)
         return EnvTools(
             name, listed, "server", lambda: ServerToolSession(url, options, listed), instructions, (url, options)
         )
@@ -438,14 +439,18 @@ def _server_tools(url: str, tools: ToolsFrom, view: Any, options: ConnectOptions
             f"{url} offers no MCP tools (it does not answer a list_tools step): use tools='client' for an act "
             "tool made from its /schema and a text view"
         )
-    return _client_tools(lambda: RemoteEnv(url, options=options, text=True), view, name)
+    return _client_tools(lambda: RemoteEnv(url, options=options, text=True), view)
 
 
-def _client_tools(make_env: Callable[[], gym.Env], view: Any, name: str | None) -> EnvTools:
-    probe = ViewToolSession(make_env, view, name)
+def _client_tools(make_env: Callable[[], gym.Env], view: Any) -> EnvTools:
+    probe = ViewToolSession(make_env, view)
     try:
         env = probe._open()
-        name = name or getattr(probe.view, "env_id", None) or _local_name(env)
+        core = env.unwrapped
+        if isinstance(core, RemoteEnv):  # /metadata's name (read by _open for a stock server)
+            name = probe.env_id or _server_name(core.base_url, core.options)
+        else:
+            name = getattr(probe.view, "env_id", None) or _local_name(env)
         listed, instructions = probe.tools, probe.instructions
     finally:
         probe.close()

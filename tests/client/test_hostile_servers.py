@@ -265,6 +265,18 @@ def test_hostile_optional_documents_are_ignored_in_time(hostile, behaviour):
     assert outcome.peak < MEMORY, outcome
 
 
+@pytest.mark.parametrize("tools", ["auto", "client"])
+def test_env_tools_gives_up_on_a_silent_server_within_one_connect_timeout(hostile, tools):
+    """``env_tools`` reads what a session needs (the ``list_tools`` step, ``/schema``)
+    before the optional ``/metadata``: a server that accepts and never answers costs one
+    ``connect_timeout``, not one per document. The deadline is longer than :data:`MARGIN`,
+    so waiting twice shows."""
+    server = hostile(silent=True)
+    connect = MARGIN + 1.0
+    outcome = measured(lambda: env_tools(server.url, tools=tools, **{**OPTIONS, "connect_timeout": connect}))
+    assert_clear(outcome, server, MessageTimeoutError, ("connect_timeout",), connect)
+
+
 # -- WebSocket replies: fragmented, oversized, floods, not UTF-8, none ---------------------------
 
 
