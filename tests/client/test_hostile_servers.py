@@ -117,16 +117,16 @@ def assert_clear(outcome: Outcome, server: hs.HostileServer, kind: type[BaseExce
 # -- the clients --------------------------------------------------------------------------------
 
 
-def remote_env(url: str) -> Any:
-    env = openenv_gym.RemoteEnv(url, **OPTIONS)
+def remote_env(url: str, options: dict[str, Any] = OPTIONS) -> Any:
+    env = openenv_gym.RemoteEnv(url, **options)
     try:
         return [env.reset()[0]["count"], env.step(1)[0]["count"], env.step(1)[0]["count"]]
     finally:
         env.close()
 
 
-def vector_env(url: str) -> Any:
-    env = openenv_gym.RemoteVectorEnv(url, num_envs=1, mode="sessions", **OPTIONS)
+def vector_env(url: str, options: dict[str, Any] = OPTIONS) -> Any:
+    env = openenv_gym.RemoteVectorEnv(url, num_envs=1, mode="sessions", **options)
     try:
         counts = [int(env.reset()[0]["count"][0])]
         counts += [int(env.step(np.array([1]))[0]["count"][0]) for _ in range(2)]
@@ -135,13 +135,13 @@ def vector_env(url: str) -> Any:
         env.close()
 
 
-def aec_env(url: str) -> Any:
-    env = openenv_gym.RemoteAECEnv(url, **OPTIONS)
+def aec_env(url: str, options: dict[str, Any] = OPTIONS) -> Any:
+    env = openenv_gym.RemoteAECEnv(url, **options)
     env.close()
 
 
-def parallel_env(url: str) -> Any:
-    env = openenv_gym.RemoteParallelEnv(url, **OPTIONS)
+def parallel_env(url: str, options: dict[str, Any] = OPTIONS) -> Any:
+    env = openenv_gym.RemoteParallelEnv(url, **options)
     env.close()
 
 
@@ -153,15 +153,15 @@ def _counts(session: Any, act: Callable[[], Any]) -> list[int]:
     return [int(text.split("\n")[0].removeprefix("count: ")) for text in texts]
 
 
-def tools_client(url: str) -> Any:
+def tools_client(url: str, options: dict[str, Any] = OPTIONS) -> Any:
     """``env_tools`` as ``trl.environment_factory`` calls it, then a session of its tools."""
-    session = env_tools(url, tools="client", **OPTIONS).open()
+    session = env_tools(url, tools="client", **options).open()
     return _counts(session, lambda: session.call("act", {"action": 1}))
 
 
-def view_client(url: str) -> Any:
+def view_client(url: str, options: dict[str, Any] = OPTIONS) -> Any:
     """``view_session`` as ``skyrl.TextEnv`` calls it, then ``TextEnv.step``'s ``act``."""
-    session = view_session(url, **OPTIONS)
+    session = view_session(url, **options)
     return _counts(session, lambda: session.act("1"))
 
 
@@ -289,6 +289,9 @@ class Ws:
     kind: type[BaseException] | None = None
     words: tuple[str, ...] = ()
     deadline: float = 0.0
+    #: The clients' ``connect_timeout``: longer than the deadline but where the handshake
+    #: is what is tested, so that a handshake slow on a busy machine is not taken for it.
+    connect: float = 5.0
 
 
 WS = {
@@ -306,7 +309,7 @@ WS = {
                                   ("message_timeout",), REPLY),
     "handshake answered by an endless body": Ws(hs.endless, LimitExceededError, ("larger than a handshake reply may be",)),
     "handshake never answered": Ws(lambda: hs.websocket(hs.StockEnv(), handshake=False), MessageTimeoutError,
-                                   ("connect_timeout",), CONNECT),
+                                   ("connect_timeout",), CONNECT, connect=CONNECT),
 }
 
 def ws_cases() -> list[Any]:
@@ -326,7 +329,7 @@ def test_websocket_replies_are_read_whole_or_refused_clearly(hostile, client, be
     never answers end the connection with a clear error, in time and bounded memory."""
     spec = WS[behaviour]
     server = hostile({"/schema": hs.document(hs.STOCK_SCHEMA), "/ws": spec.route()})
-    outcome = measured(lambda: CLIENTS[client](server.url))
+    outcome = measured(lambda: CLIENTS[client](server.url, {**OPTIONS, "connect_timeout": spec.connect}))
     if spec.kind is None:
         assert outcome.error is None, f"{type(outcome.error).__name__}: {outcome.error}"
         assert outcome.value == [1, 2, 3]  # reset's reply, then each step's own
