@@ -32,9 +32,16 @@ __all__ = ["ActionParseError", "Reply", "NO_JSON", "read_reply", "shorten"]
 #: Longest excerpt of a reply an error message quotes.
 QUOTE_LIMIT = 120
 
-_TAG = re.compile(r"<action>(.*?)</action>", re.DOTALL | re.IGNORECASE)
-# A Markdown code block, with an optional language word (``json``) before a space or newline.
-_FENCE = re.compile(r"```(?:[\w+-]+(?=\s))?(.*?)```", re.DOTALL)
+_TAG = re.compile(r"<action>(?P<inner>.*?)</action>", re.DOTALL | re.IGNORECASE)
+# A Markdown code block as CommonMark fences it: a line opening with three backticks or more
+# and an optional info word (``json``), to a line of at least as many. What is inside may
+# hold backticks (a JSON string of them), on any line but one of their own.
+_BLOCK = re.compile(
+    r"^ {0,3}(?P<fence>`{3,})[^`\n]*\n(?P<inner>.*?)^ {0,3}(?P=fence)`*[ \t]*$", re.DOTALL | re.MULTILINE
+)
+# A code block on one line (```left```, ```json [3]```) or with its fences not on lines of
+# their own, with an optional language word before a space or newline.
+_INLINE = re.compile(r"```(?:[\w+-]+(?=\s))?(?P<inner>.*?)```", re.DOTALL)
 
 
 class _NoJson:
@@ -74,7 +81,8 @@ def read_reply(reply: str) -> Reply:
 
     In order: the whole reply if it is JSON; else the inside of its ``<action>`` tag;
     else the inside of its code block (fenced with three backticks, with or without a
-    language word); else the whole reply as bare text. A tag may hold a code block.
+    language word: fences on lines of their own first, as Markdown reads them, then on
+    one line); else the whole reply as bare text. A tag may hold a code block.
     Several different tags (or code blocks) are an error, since the reply then names
     several actions.
 
@@ -85,7 +93,7 @@ def read_reply(reply: str) -> Reply:
     value = _json(text)
     if value is not NO_JSON:
         return Reply(text, value)
-    for pattern, what in ((_TAG, "<action> tags"), (_FENCE, "code blocks")):
+    for pattern, what in ((_TAG, "<action> tags"), (_BLOCK, "code blocks"), (_INLINE, "code blocks")):
         inner = _only(pattern, text, what)
         if inner is not None:
             text = inner
@@ -96,7 +104,7 @@ def read_reply(reply: str) -> Reply:
 
 
 def _only(pattern: re.Pattern[str], text: str, what: str) -> str | None:
-    found = list(dict.fromkeys(m.strip() for m in pattern.findall(text)))
+    found = list(dict.fromkeys(m["inner"].strip() for m in pattern.finditer(text)))
     if len(found) > 1:
         quoted = ", ".join(shorten(f, 40) for f in found[:3])
         raise ActionParseError(

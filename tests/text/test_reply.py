@@ -24,6 +24,11 @@ from openenv_gym.text.reply import NO_JSON
         ("Here it is:\n```\n{\"a\": 1}\n```\nDone.", '{"a": 1}', {"a": 1}),
         ("```left```", "left", NO_JSON),
         ("```json [3]```", "[3]", [3]),
+        ("```json\n[1, 2]```", "[1, 2]", [1, 2]),
+        # backticks inside a fenced block, but on a line of their own, do not end it
+        ('```json\n{"quote": "```"}\n```', '{"quote": "```"}', {"quote": "```"}),
+        ('````\n["```", "````"]\n````', '["```", "````"]', ["```", "````"]),
+        ('Plan:\n  ```json\n  [{"a": "x```y"}]\n  ```\nDone.', '[{"a": "x```y"}]', [{"a": "x```y"}]),
         # an object {"action": ...} (unwrapped by the view, which knows the space)
         ('{"action": "down"}', '{"action": "down"}', {"action": "down"}),
         # <action> tags, any case, with reasoning around them, possibly holding a code block
