@@ -32,16 +32,15 @@ __all__ = ["ActionParseError", "Reply", "NO_JSON", "read_reply", "shorten"]
 #: Longest excerpt of a reply an error message quotes.
 QUOTE_LIMIT = 120
 
-_TAG = re.compile(r"<action>(?P<inner>.*?)</action>", re.DOTALL | re.IGNORECASE)
-# A Markdown code block as CommonMark fences it: a line opening with three backticks or more
-# and an optional info word (``json``), to a line of at least as many. What is inside may
-# hold backticks (a JSON string of them), on any line but one of their own.
-_BLOCK = re.compile(
-    r"^ {0,3}(?P<fence>`{3,})[^`\n]*\n(?P<inner>.*?)^ {0,3}(?P=fence)`*[ \t]*$", re.DOTALL | re.MULTILINE
-)
+# The marks of an <action> tag, opening or closing, in any case.
+_TAG_MARK = re.compile(r"<(/?)action>", re.IGNORECASE)
+# The lines that open and close a Markdown code block as CommonMark fences it: three
+# backticks or more and an optional info word (``json``), then a line of at least as many.
+_OPENING = re.compile(r" {0,3}(`{3,})[^`]*")
+_CLOSING = re.compile(r" {0,3}(`{3,})[ \t\r]*")
 # A code block on one line (```left```, ```json [3]```) or with its fences not on lines of
 # their own, with an optional language word before a space or newline.
-_INLINE = re.compile(r"```(?:[\w+-]+(?=\s))?(?P<inner>.*?)```", re.DOTALL)
+_INLINE = re.compile(r"```(?:[\w+-]+(?=\s))?(.*?)```", re.DOTALL)
 
 
 class _NoJson:
@@ -84,7 +83,8 @@ def read_reply(reply: str) -> Reply:
     language word: fences on lines of their own first, as Markdown reads them, then on
     one line); else the whole reply as bare text. A tag may hold a code block.
     Several different tags (or code blocks) are an error, since the reply then names
-    several actions.
+    several actions. The time it takes grows with the reply's length, not faster: a server
+    reads its clients' text actions with it.
 
     Raises:
         ActionParseError: if the reply holds several different actions.
@@ -93,8 +93,8 @@ def read_reply(reply: str) -> Reply:
     value = _json(text)
     if value is not NO_JSON:
         return Reply(text, value)
-    for pattern, what in ((_TAG, "<action> tags"), (_BLOCK, "code blocks"), (_INLINE, "code blocks")):
-        inner = _only(pattern, text, what)
+    for find, what in ((_tags, "<action> tags"), (_blocks, "code blocks"), (_INLINE.findall, "code blocks")):
+        inner = _only(find(text), text, what)
         if inner is not None:
             text = inner
             value = _json(text)
@@ -103,8 +103,43 @@ def read_reply(reply: str) -> Reply:
     return Reply(text, value)
 
 
-def _only(pattern: re.Pattern[str], text: str, what: str) -> str | None:
-    found = list(dict.fromkeys(m["inner"].strip() for m in pattern.finditer(text)))
+def _tags(text: str) -> list[str]:
+    """The insides of the ``<action>`` tags of ``text``: each from an opening mark to the
+    closing mark after it (openings between are its text)."""
+    found, start = [], -1
+    for mark in _TAG_MARK.finditer(text):
+        if start < 0 and not mark[1]:
+            start = mark.end()
+        elif start >= 0 and mark[1]:
+            found.append(text[start : mark.start()])
+            start = -1
+    return found
+
+
+def _blocks(text: str) -> list[str]:
+    """The insides of the code blocks of ``text`` fenced on lines of their own; what is
+    inside may hold backticks (a JSON string of them), on any line but one of their own.
+    A block never closed is none."""
+    found: list[str] = []
+    inner: list[str] = []
+    fence = 0  # the opening fence's backticks, while a block is open
+    for line in text.split("\n"):
+        if not fence:
+            opening = _OPENING.fullmatch(line)
+            if opening:
+                fence, inner = len(opening[1]), []
+            continue
+        closing = _CLOSING.fullmatch(line)
+        if closing and len(closing[1]) >= fence:
+            found.append("\n".join(inner))
+            fence = 0
+        else:
+            inner.append(line)
+    return found
+
+
+def _only(inners: list[str], text: str, what: str) -> str | None:
+    found = list(dict.fromkeys(inner.strip() for inner in inners))
     if len(found) > 1:
         quoted = ", ".join(shorten(f, 40) for f in found[:3])
         raise ActionParseError(

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import time
+
 import pytest
 
 from openenv_gym.errors import OpenEnvGymError
@@ -62,3 +65,16 @@ def test_several_actions_are_refused(reply, what):
         read_reply(reply)
     assert what in str(caught.value)
     assert isinstance(caught.value, ValueError) and isinstance(caught.value, OpenEnvGymError)
+
+
+@pytest.mark.parametrize("unit", ["<action>", "```a\n", " ````\n", "<action>```\n", "```\n<action>\n"])
+def test_a_reply_built_to_be_slow_to_read_is_read_in_linear_time(unit):
+    """A server reads its clients' text actions with ``read_reply`` (``POST /web/step``, the
+    ``act`` tool): 256 KB of openings never closed, each of which a backtracking pattern
+    would scan the rest of the reply from (13 s for 128 KB of ``<action>`` before), read
+    about as fast as any reply of that length."""
+    reply = unit * (256_000 // len(unit))
+    started = time.perf_counter()
+    with contextlib.suppress(ActionParseError):
+        read_reply(reply)
+    assert time.perf_counter() - started < 1.0
