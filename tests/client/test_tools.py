@@ -248,14 +248,27 @@ def test_a_served_fields_env_reads_as_its_built_in_view_says():
 
 def test_async_tool_sessions_play_at_once_on_one_event_loop():
     """Eight async sessions of a served env whose step takes 0.3 s, on one event loop: their
-    calls overlap (about one step's time, not eight), and each reads as the blocking session."""
+    steps are in flight at once (the env counts them), and each reads as the blocking session."""
     import asyncio
-    import functools
-    import time
+    import threading
 
     from tests.envs import SlowEnv
 
-    app = openenv_gym.create_app(functools.partial(SlowEnv, delay=0.3), execution="thread", max_sessions=16)
+    in_flight = {"now": 0, "most": 0}
+    lock = threading.Lock()
+
+    class CountingSlowEnv(SlowEnv):
+        def step(self, action):
+            with lock:
+                in_flight["now"] += 1
+                in_flight["most"] = max(in_flight["most"], in_flight["now"])
+            try:
+                return super().step(action)
+            finally:
+                with lock:
+                    in_flight["now"] -= 1
+
+    app = openenv_gym.create_app(lambda: CountingSlowEnv(delay=0.3), execution="thread", max_sessions=16)
     with asgi_server(app) as url:
         tools = env_tools(url)
         assert tools.kind == "server"
@@ -275,13 +288,13 @@ def test_async_tool_sessions_play_at_once_on_one_event_loop():
                 await session.close()
 
         async def all_of_them():
-            started = time.perf_counter()
-            results = await asyncio.gather(*(rollout(seed) for seed in range(8)))
-            return results, time.perf_counter() - started
+            return await asyncio.gather(*(rollout(seed) for seed in range(8)))
 
-        results, took = asyncio.run(all_of_them())
+        results = asyncio.run(all_of_them())
     assert all(result == expected for result in results)
-    assert took < 8 * 0.3 * 0.6, f"8 async sessions took {took:.2f} s: their 0.3 s steps did not overlap"
+    # Overlap is shown by the count (8 here, even beside three busy processes), not by a
+    # wall-clock bound that a busy CI machine missed (1.52 s against 1.44).
+    assert in_flight["most"] >= 4, f"at most {in_flight['most']} of 8 async sessions' steps were in flight at once"
 
 
 def test_tools_made_on_the_client_have_no_async_session():
