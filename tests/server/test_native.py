@@ -425,3 +425,34 @@ def test_peers_breaking_the_protocol_make_one_warning_line_not_errors(served, ca
     native = [r for r in caplog.records if r.name.startswith("openenv_gym.server")]
     assert not [r for r in native if r.levelno >= logging.ERROR], caplog.text
     assert len([r for r in native if "invalid_frame" in r.getMessage()]) <= 1, caplog.text
+
+
+def test_a_frame_for_a_connection_lost_but_not_yet_reported_is_refused_not_written(caplog):
+    """Between a connection's loss and its report (the TCP transport closing, the callback
+    that tells picows still queued on the loop), a reply the session sends raises
+    ``ConnectionResetError``, which ends the session, rather than going to a dead transport,
+    which would drop it silently and warn of every write after the fifth."""
+    from tests.conformance.hosting import app_host
+
+    with app_host() as host, caplog.at_level(logging.WARNING, logger="asyncio"):
+        url = host.serve("CartPole-v1")
+        env = openenv_gym.RemoteEnv(url)
+        try:
+            env.reset(seed=0)
+            listener, _ = host._native[0]
+            (channel,) = listener._channels
+
+            async def lose_then_send() -> int:
+                channel._tcp.abort()  # what a reset read does: closing now, the loss reported at the next turn
+                refused = 0
+                for _ in range(8):
+                    try:
+                        await channel.send_frame(b"a reply to a connection already gone")
+                    except ConnectionResetError:
+                        refused += 1
+                return refused
+
+            assert asyncio.run_coroutine_threadsafe(lose_then_send(), host._loop).result(10) == 8
+        finally:
+            env.close()
+    assert not [r for r in caplog.records if r.name == "asyncio"], [r.getMessage() for r in caplog.records]
