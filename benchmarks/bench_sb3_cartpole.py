@@ -1,11 +1,13 @@
 """SB3 PPO on CartPole: through RemoteVectorEnv (an openenv-gym server) vs a local DummyVecEnv.
 
-    python benchmarks/bench_sb3_cartpole.py [--timesteps 100000] [--seed 0] [--reps 3]
+    python benchmarks/bench_sb3_cartpole.py [--timesteps 100000] [--seed 0] [--reps 3] [--warmup 10000]
 
 Same hyperparameters (RL Zoo's tuned CartPole PPO), same seed, same step
 budget for both runs; the server is ``openenv-gym serve CartPole-v1`` in a process
-of its own on 127.0.0.1, as a remote env is. Each rep trains both ways (the order
-alternates between reps); the remote / local wall-time ratio is taken per rep,
+of its own on 127.0.0.1, as a remote env is. First an untimed warm-up run each way
+(``--warmup``, 10,000 steps): the process's first PPO pays for imports, allocations and
+torch's first calls, which would otherwise land on the first timed run. Then each rep
+trains both ways (the order alternates between reps); the remote / local wall-time ratio is taken per rep,
 median [min–max]. Same seed, same env dynamics: the two learning curves must be
 identical, and the section says whether they are. Writes the learning curves to
 ``docs/sb3-cartpole.png``, the numbers to ``benchmarks/results/sb3_cartpole.json``,
@@ -272,7 +274,7 @@ def anatomy_lines(times: dict[str, dict[str, list[float]]], steps: int, reps: in
 
 
 def write_section(runs: dict[str, list[dict]], ratio: dict, same_curves: bool, machine: dict,
-                  command: str, timesteps: int, times: dict | None, anatomy_steps: int) -> None:
+                  command: str, timesteps: int, times: dict | None, anatomy_steps: int, warmup: int) -> None:
     lines = [
         "<!-- sb3:begin -->",
         "## Stable-Baselines3 PPO on a remote CartPole",
@@ -280,7 +282,8 @@ def write_section(runs: dict[str, list[dict]], ratio: dict, same_curves: bool, m
         f"`{command}`: SB3 PPO (RL Zoo's CartPole hyperparameters, {NUM_ENVS} envs) trained through "
         "`openenv_gym.sb3.RemoteVecEnv` on a `RemoteVectorEnv` (`openenv-gym serve CartPole-v1` in its own "
         "process on 127.0.0.1, batched mode, msgpack), and the same run on a local `DummyVecEnv`, "
-        f"{len(runs['DummyVecEnv'])} reps each (alternating order), torch on one thread. "
+        f"{len(runs['DummyVecEnv'])} reps each (alternating order), "
+        f"{f'after an untimed warm-up run of {warmup:,} steps each, ' if warmup else ''}torch on one thread. "
         f"Pass: a deterministic evaluation of 20 episodes averages at least {TARGET:.0f}. "
         f"Machine: {H.format_machine(machine)}; load average at start {machine.get('loadavg_at_start')}.",
         "",
@@ -321,6 +324,9 @@ def main() -> int:
     parser.add_argument("--timesteps", type=int, default=100_000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--warmup", type=int, default=10_000, metavar="STEPS",
+                        help="an untimed run of STEPS steps each way first, so that no timed run pays for "
+                             "this process's first PPO (imports, allocations, torch's first calls); 0: none")
     parser.add_argument("--anatomy-steps", type=int, default=3000, metavar="N",
                         help="steps per client and rep of the rollout loop timed apart (0: skip it)")
     parser.add_argument("--wait-idle", type=float, default=0.0, metavar="SECONDS",
@@ -340,12 +346,17 @@ def main() -> int:
         )).start()
         if not server.wait_ready(60):
             raise RuntimeError(f"the server did not start: {server.error}")
+        def venv_for(name: str):
+            return (RemoteVecEnv(server.base_url, num_envs=NUM_ENVS) if name == "RemoteVectorEnv"
+                    else DummyVecEnv([lambda: gym.make("CartPole-v1")] * NUM_ENVS))
+
+        if args.warmup > 0:
+            for name in runs:
+                run(f"warm-up {name}", venv_for(name), args.warmup, args.seed)
         for rep in range(args.reps):
             order = ["RemoteVectorEnv", "DummyVecEnv"][:: 1 if rep % 2 == 0 else -1]
             for name in order:
-                venv = (RemoteVecEnv(server.base_url, num_envs=NUM_ENVS) if name == "RemoteVectorEnv"
-                        else DummyVecEnv([lambda: gym.make("CartPole-v1")] * NUM_ENVS))
-                runs[name].append(run(f"rep {rep + 1} {name}", venv, args.timesteps, args.seed))
+                runs[name].append(run(f"rep {rep + 1} {name}", venv_for(name), args.timesteps, args.seed))
         times = anatomy(server.base_url, args.reps, args.anatomy_steps) if args.anatomy_steps > 0 else None
     finally:
         processes.stop_all()
@@ -354,10 +365,11 @@ def main() -> int:
     same_curves = all(a["curve"] == b["curve"] for a, b in zip(runs["RemoteVectorEnv"], runs["DummyVecEnv"]))
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps({"command": command, "machine": machine, "timesteps": args.timesteps,
-                                   "seed": args.seed, "runs": runs, "ratio": ratio,
+                                   "warmup": args.warmup, "seed": args.seed, "runs": runs, "ratio": ratio,
                                    "same_curves": same_curves, "anatomy_us": times}, indent=1))
     plot({name: reps[0] for name, reps in runs.items()}, args.timesteps)
-    write_section(runs, ratio, same_curves, machine, command, args.timesteps, times, args.anatomy_steps)
+    write_section(runs, ratio, same_curves, machine, command, args.timesteps, times, args.anatomy_steps,
+                  args.warmup)
     print(f"remote / local wall time: {H.fmt_mmm(ratio)}x; identical curves: {same_curves}", flush=True)
     return 0 if all(r["eval_mean"] >= TARGET for reps in runs.values() for r in reps) else 1
 
