@@ -7,8 +7,8 @@ budget for both runs; the server is ``openenv-gym serve CartPole-v1`` in a proce
 of its own on 127.0.0.1, as a remote env is. First an untimed warm-up run each way
 (``--warmup``, 10,000 steps): the process's first PPO pays for imports, allocations and
 torch's first calls, which would otherwise land on the first timed run. Then each rep
-trains both ways (the order alternates between reps); the remote / local wall-time ratio is taken per rep,
-median [min–max]. Same seed, same env dynamics: the two learning curves must be
+trains both ways (the order alternates between reps); the remote / local wall-time
+ratio is taken per rep, median [min–max]. Same seed, same env dynamics: the two learning curves must be
 identical, and the section says whether they are. Writes the learning curves to
 ``docs/sb3-cartpole.png``, the numbers to ``benchmarks/results/sb3_cartpole.json``,
 and its section of ``docs/benchmarks.md`` (between ``<!-- sb3:begin -->`` and
@@ -346,7 +346,8 @@ def main() -> int:
         )).start()
         if not server.wait_ready(60):
             raise RuntimeError(f"the server did not start: {server.error}")
-        def venv_for(name: str):
+
+        def venv_for(name: str) -> RemoteVecEnv | DummyVecEnv:
             return (RemoteVecEnv(server.base_url, num_envs=NUM_ENVS) if name == "RemoteVectorEnv"
                     else DummyVecEnv([lambda: gym.make("CartPole-v1")] * NUM_ENVS))
 
