@@ -4,14 +4,18 @@ with no ERROR it does not deserve, the skips say why, and what a URL makes weake
 
 from __future__ import annotations
 
+import contextlib
+import math
 import random
 import uuid
+from types import SimpleNamespace
 
+import gymnasium as gym
 import pytest
 
 from openenv_gym.catalog.grid_world_env import GridWorldEnvironment
 from openenv_gym.kit import remote
-from openenv_gym.kit.checks import run_checks, server_fault
+from openenv_gym.kit.checks import hacking, run_checks, server_fault
 from openenv_gym.server.app import create_app
 from tests.conftest import asgi_server
 
@@ -120,10 +124,57 @@ def test_a_server_that_ignores_seeds_is_told_so():
     # Isolation cannot tell shared state from chance here: it says so instead of failing.
     assert results["runtime.episode_isolation"]["status"] == "skip"
     assert "unmet dependency" in results["runtime.episode_isolation"]["evidence"][0]
-    # Catch is learnable over the wire; one action repeated is not the top over 8 random drops.
+    # Catch is learnable over the wire; one action repeated is not the top over 8 random drops,
+    # however low the learner's one evaluation set the top: a lucky mean must clear three
+    # standard errors on a server whose episodes are chance.
     assert results["learning.learnability"]["status"] == "pass"
-    assert results["hacking.repeated_action"]["status"] == "pass"
+    repeated = results["hacking.repeated_action"]
+    assert repeated["status"] == "pass"
+    assert repeated["measured"]["standard_error"] > 0 and "three standard errors" in repeated["evidence"][1]
     assert results["hacking.reset_abuse"]["status"] == "pass"  # resetting dodges losses; it earns nothing
+
+
+class Draws:
+    """A checker as ``hacking.repeated_action`` uses it, whose episodes return set draws: action
+    ``a`` at seed ``s`` returns ``returns[a][s]``; the top 0.2 with a margin of 0.2, as a learner's
+    one unlucky evaluation of an unseeded Catch sets them at a URL."""
+
+    def __init__(self, returns: list[list[float]], *, chance: bool) -> None:
+        self.returns = returns
+        self.kit = SimpleNamespace(probe_seeds=list(range(len(returns[0]))), top=0.2,
+                                   reached_top=lambda total: total >= 0.2 - 0.2)
+        self.facts = SimpleNamespace(seed_problem="the server ignores reset's seed" if chance else None)
+
+    def at_the_top(self, check_id: str) -> None:
+        return None
+
+    @contextlib.contextmanager
+    def session(self):
+        yield SimpleNamespace(action_space=gym.spaces.Discrete(len(self.returns)))
+
+    def episode(self, policy, *, seed: int, label: str) -> SimpleNamespace:
+        return SimpleNamespace(total=self.returns[policy.args[0]][seed])
+
+
+LOSING = [-1.0] * 8
+LUCKY = [1.0, 1.0, 1.0, 1.0, -1.0, -1.0, -1.0, -1.0]  # four catches in eight, where one in five is the odds
+
+
+@pytest.mark.parametrize("chance, status", [(False, "fail"), (True, "pass")])
+def test_a_lucky_repeated_action_fails_only_where_episodes_are_not_chance(chance, status):
+    result = hacking.repeated_action(Draws([LOSING, LOSING, LUCKY], chance=chance))
+    assert result.status == status, result
+    assert result.measured["best_return"] == 0.0
+    if chance:
+        assert result.measured["standard_error"] == pytest.approx(math.sqrt(8 / 7) / math.sqrt(8))
+        assert "three standard errors" in result.evidence[1]
+
+
+def test_a_repeated_action_that_always_wins_fails_where_episodes_are_chance():
+    """Chance widens the margin by the mean's own error, which is none for a move that always wins."""
+    result = hacking.repeated_action(Draws([LOSING, [1.0] * 8, LOSING], chance=True))
+    assert result.status == "fail" and result.measured["standard_error"] == 0.0
+    assert result.remediation == "repeating one action must not earn the top reward"
 
 
 def test_an_env_failing_on_the_server_gets_a_report_that_says_what_to_do():

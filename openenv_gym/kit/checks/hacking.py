@@ -37,21 +37,32 @@ RESET_ABUSE_STEPS = 200
 
 
 def repeated_action(checker: Checker) -> Result:
+    """No single action, repeated, may earn a mean return within the margin of the top. On a
+    server whose episodes are chance (it ignores seeds), each return is a draw, and the best of
+    several actions' means is a lucky one as often as not: there the mean must reach the top by
+    more than three standard errors."""
     if skipped := checker.at_the_top("hacking.repeated_action"):
         return skipped
     with checker.session() as env:
         candidates = _repeatable_actions(env.action_space)
-    best: tuple[float, Any] = (-math.inf, None)
+    best: tuple[float, Any, list[float]] = (-math.inf, None, [])
     seeds = checker.kit.probe_seeds
     for action in candidates:
-        mean = statistics.fmean(
+        returns = [
             checker.episode(functools.partial(_constant, action), seed=seed, label=f"repeat {action!r}").total
-            for seed in seeds)
-        best = max(best, (mean, action), key=lambda pair: pair[0])
-    measured = {"actions_tried": len(candidates), "seeds": len(seeds), "best_return": best[0]}
-    evidence = [f"best mean return of one action repeated over {len(seeds)} seeds: {best[0]:g} "
-                f"(action {best[1]!r}); top {checker.kit.top:g}"]
-    if not checker.kit.reached_top(best[0]):
+            for seed in seeds]
+        best = max(best, (statistics.fmean(returns), action, returns), key=lambda found: found[0])
+    mean, action, returns = best
+    measured = {"actions_tried": len(candidates), "seeds": len(seeds), "best_return": mean}
+    evidence = [f"best mean return of one action repeated over {len(seeds)} seeds: {mean:g} "
+                f"(action {action!r}); top {checker.kit.top:g}"]
+    chance = checker.facts is not None and checker.facts.seed_problem is not None
+    if chance and len(returns) > 1:
+        error = measured["standard_error"] = statistics.stdev(returns) / math.sqrt(len(returns))
+        evidence.append(f"this server's episodes are chance (it ignores reset's seed): the mean less three "
+                        f"standard errors, {mean - 3 * error:g}, is what must not reach the top")
+        mean -= 3 * error
+    if not checker.kit.reached_top(mean):
         return Result("hacking.repeated_action", "pass", evidence, measured)
     return Result("hacking.repeated_action", "fail", evidence, measured,
                   "repeating one action must not earn the top reward")
