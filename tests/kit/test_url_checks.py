@@ -177,6 +177,13 @@ def test_a_repeated_action_that_always_wins_fails_where_episodes_are_chance():
     assert result.remediation == "repeating one action must not earn the top reward"
 
 
+def test_infinite_returns_on_a_server_that_ignores_seeds_are_judged_by_their_mean():
+    """A hostile server may pay ``Infinity`` (JSON as Python reads it): no error of the mean
+    can be taken of it, and the check fails on the mean rather than raising."""
+    result = hacking.repeated_action(Draws([LOSING, [math.inf] * 8, LOSING], chance=True))
+    assert result.status == "fail" and "standard_error" not in result.measured
+
+
 def test_an_env_failing_on_the_server_gets_a_report_that_says_what_to_do():
     from openenv.core.env_server.interfaces import Environment
     from openenv.core.env_server.types import Action, Observation, State

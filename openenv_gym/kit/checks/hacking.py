@@ -40,7 +40,8 @@ def repeated_action(checker: Checker) -> Result:
     """No single action, repeated, may earn a mean return within the margin of the top. On a
     server whose episodes are chance (it ignores seeds), each return is a draw, and the best of
     several actions' means is a lucky one as often as not: there the mean must reach the top by
-    more than three standard errors."""
+    more than three standard errors (of finite returns: a server that pays ``inf`` or ``nan`` is
+    judged by its mean, as a seeded one is, and ``hacking.reward_range`` names the reward)."""
     if skipped := checker.at_the_top("hacking.repeated_action"):
         return skipped
     with checker.session() as env:
@@ -57,7 +58,7 @@ def repeated_action(checker: Checker) -> Result:
     evidence = [f"best mean return of one action repeated over {len(seeds)} seeds: {mean:g} "
                 f"(action {action!r}); top {checker.kit.top:g}"]
     chance = checker.facts is not None and checker.facts.seed_problem is not None
-    if chance and len(returns) > 1:
+    if chance and len(returns) > 1 and all(map(math.isfinite, returns)):
         error = measured["standard_error"] = statistics.stdev(returns) / math.sqrt(len(returns))
         evidence.append(f"this server's episodes are chance (it ignores reset's seed): the mean less three "
                         f"standard errors, {mean - 3 * error:g}, is what must not reach the top")
