@@ -76,17 +76,17 @@ def main(argv: list[str] | None = None) -> int:
         servers = {}
         for polling, (flags, _) in POLLING.items():
             name = f"placement-polling-{polling.split()[0]}"
-            server = processes.add(H.Server(
+            server = H.Server(
                 name, lambda p, f=flags: H.openenv_gym_argv("serve", "CartPole-v1", "--port", p, *f),
                 ready="http:/health", env=H.python_env(), cwd=ROOT, log_path=logs / f"{name}.log",
-            ))
-            assert isinstance(server, H.Server)
+            )
+            processes.add(server)
             server.start()
             if not server.wait_ready(60):
                 raise RuntimeError(f"the server did not start: {server.error}")
             servers[polling] = server
-        worker = processes.add(H.ClientWorker("placement-client", log_path=logs / "placement-client.log"))
-        assert isinstance(worker, H.ClientWorker)
+        worker = H.ClientWorker("placement-client", log_path=logs / "placement-client.log")
+        processes.add(worker)
         worker.start()
         for rep, (polling, placement) in H.interleaved(configs, args.reps):
             server, (server_cores, client_cores) = servers[polling], where[placement]
