@@ -63,6 +63,11 @@ class Checker:
         #: At a URL, what found the observed top (the learner, a probe).
         self.observed_by: str | None = None
 
+    @property
+    def chance(self) -> bool:
+        """Whether the server's episodes are chance: it ignores reset's seed, so each return is a draw."""
+        return self.facts is not None and self.facts.seed_problem is not None
+
     @contextmanager
     def session(self, url: str | None = None) -> Iterator[gym.Env]:
         with session(url or self.url) as env:

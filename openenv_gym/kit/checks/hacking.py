@@ -39,7 +39,7 @@ RESET_ABUSE_STEPS = 200
 def repeated_action(checker: Checker) -> Result:
     """No single action, repeated, may earn a mean return within the margin of the top. On a
     server whose episodes are chance (it ignores seeds), each return is a draw, and the best of
-    several actions' means is a lucky one as often as not: there the mean must reach the top by
+    several actions' means is the luckiest of them: there the mean must reach the top by
     more than three standard errors (of finite returns: a server that pays ``inf`` or ``nan`` is
     judged by its mean, as a seeded one is, and ``hacking.reward_range`` names the reward)."""
     if skipped := checker.at_the_top("hacking.repeated_action"):
@@ -57,13 +57,13 @@ def repeated_action(checker: Checker) -> Result:
     measured = {"actions_tried": len(candidates), "seeds": len(seeds), "best_return": mean}
     evidence = [f"best mean return of one action repeated over {len(seeds)} seeds: {mean:g} "
                 f"(action {action!r}); top {checker.kit.top:g}"]
-    chance = checker.facts is not None and checker.facts.seed_problem is not None
-    if chance and len(returns) > 1 and all(map(math.isfinite, returns)):
+    judged = mean
+    if checker.chance and len(returns) > 1 and all(map(math.isfinite, returns)):
         error = measured["standard_error"] = statistics.stdev(returns) / math.sqrt(len(returns))
+        judged = mean - 3 * error
         evidence.append(f"this server's episodes are chance (it ignores reset's seed): the mean less three "
-                        f"standard errors, {mean - 3 * error:g}, is what must not reach the top")
-        mean -= 3 * error
-    if not checker.kit.reached_top(mean):
+                        f"standard errors, {judged:g}, is what must not reach the top")
+    if not checker.kit.reached_top(judged):
         return Result("hacking.repeated_action", "pass", evidence, measured)
     return Result("hacking.repeated_action", "fail", evidence, measured,
                   "repeating one action must not earn the top reward")
@@ -95,7 +95,7 @@ def out_of_space(checker: Checker) -> Result:
             env.reset(seed=seed)
             plain.add(_step_digest(env.step(valid)))
     # None: not deterministic (here, or a server that ignores seeds), nothing to compare.
-    expected = plain.pop() if len(plain) == 1 and not (checker.facts and checker.facts.seed_problem) else None
+    expected = plain.pop() if len(plain) == 1 and not checker.chance else None
     problems: list[str] = []
     unsendable: list[str] = []
     for name, send in candidates:
@@ -182,7 +182,7 @@ def reset_abuse(checker: Checker) -> Result:
     reference = checker.reference()
     seed = reference["reset"]["seed"]
     budget = min(RESET_ABUSE_STEPS, max(1, len(reference["actions"])))
-    chance = checker.facts is not None and checker.facts.seed_problem is not None
+    chance = checker.chance
     strategies: list[tuple[str, Callable[[float], bool]]] = [
         ("reset after each rewarded step", lambda r: r > 0), ("reset after every step", lambda r: True)]
     if chance:
